@@ -1,0 +1,44 @@
+/**
+ * effect-aifs: an Effect client for T-Systems AI Foundation Services, with a local emulator.
+ *
+ * @since 0.1.0
+ */
+
+/** Chat completions. @since 0.1.0 */
+export * as Chat from "./services/Chat.js"
+/** Text completions. @since 0.1.0 */
+export * as Completions from "./services/Completions.js"
+/** Embeddings. @since 0.1.0 */
+export * as Embeddings from "./services/Embeddings.js"
+/** The model catalogue. @since 0.1.0 */
+export * as Models from "./services/Models.js"
+/** The transport every inference service sends through. @since 0.1.0 */
+export * as InferenceHttpClient from "./services/InferenceHttpClient.js"
+
+/** Client configuration. @since 0.1.0 */
+export * as ClientConfig from "./layers/ClientConfig.js"
+/** Retry policy. @since 0.1.0 */
+export * as RetryPolicy from "./layers/RetryPolicy.js"
+/** The HTTP stack behind the transport. @since 0.1.0 */
+export * as InferenceHttp from "./layers/InferenceHttp.js"
+/** All inference services in one layer. @since 0.1.0 */
+export * as Inference from "./layers/Inference.js"
+/** Node.js wiring. @since 0.1.0 */
+export * as Node from "./layers/Node.js"
+/** Test doubles. @since 0.1.0 */
+export * as Testing from "./layers/Testing.js"
+
+/** Typed errors. @since 0.1.0 */
+export * as Errors from "./schemas/Errors.js"
+/** Rate-limit information. @since 0.1.0 */
+export * as RateLimit from "./schemas/RateLimit.js"
+/** Shared schemas. @since 0.1.0 */
+export * as Shared from "./schemas/Shared.js"
+/** Chat schemas. @since 0.1.0 */
+export * as ChatSchema from "./schemas/Chat.js"
+/** Completion schemas. @since 0.1.0 */
+export * as CompletionsSchema from "./schemas/Completions.js"
+/** Embedding schemas. @since 0.1.0 */
+export * as EmbeddingsSchema from "./schemas/Embeddings.js"
+/** Model schemas. @since 0.1.0 */
+export * as ModelsSchema from "./schemas/Models.js"

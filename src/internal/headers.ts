@@ -1,0 +1,82 @@
+/**
+ * Reads the rate-limit headers of a response into a `RateLimitInfo`.
+ * @internal
+ */
+import type * as Headers from "@effect/platform/Headers"
+import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
+import { RateLimitInfo } from "../schemas/RateLimit.js"
+import { parseResetMillis, parseSecondsMillis } from "./duration.js"
+
+type HeaderSource = Headers.Headers | Readonly<Record<string, string | undefined>>
+
+const get = (headers: HeaderSource, name: string): string | undefined => {
+  const value = (headers as Record<string, string | undefined>)[name]
+  return typeof value === "string" ? value : undefined
+}
+
+/** A non-negative integer count; `-1`, fractions, text such as "Dynamic Shared Quota" give `undefined`. */
+export const parseCount = (value: string | undefined): number | undefined => {
+  if (value === undefined) return undefined
+  const text = value.trim()
+  if (!/^\d+$/.test(text)) return undefined
+  const n = Number(text)
+  return Number.isSafeInteger(n) ? n : undefined
+}
+
+const toDuration = (millis: Option.Option<number>): Duration.Duration | undefined =>
+  Option.match(millis, { onNone: () => undefined, onSome: (ms) => Duration.millis(ms) })
+
+/** `x-ratelimit-reset-*`: a Go duration or bare seconds. */
+export const parseReset = (value: string | undefined): Duration.Duration | undefined =>
+  value === undefined ? undefined : toDuration(parseResetMillis(value))
+
+/**
+ * `retry-after-ms` (milliseconds) wins over `retry-after` (seconds, or an HTTP date relative to `now`).
+ */
+export const parseRetryAfter = (
+  retryAfterMs: string | undefined,
+  retryAfter: string | undefined,
+  now: number
+): Duration.Duration | undefined => {
+  if (retryAfterMs !== undefined) {
+    const text = retryAfterMs.trim()
+    if (/^\d+(?:\.\d+)?$/.test(text)) return Duration.millis(Number(text))
+  }
+  if (retryAfter === undefined) return undefined
+  const seconds = parseSecondsMillis(retryAfter)
+  if (Option.isSome(seconds)) return Duration.millis(seconds.value)
+  // an HTTP date needs a weekday or month name; plain numbers and durations were handled above
+  if (!/[a-z]{3}/i.test(retryAfter)) return undefined
+  const date = Date.parse(retryAfter)
+  if (Number.isNaN(date)) return undefined
+  return Duration.millis(Math.max(0, date - now))
+}
+
+/**
+ * Parses every rate-limit header of a response. Missing or malformed values are left out, never fail.
+ */
+export const parseRateLimitInfo = (headers: HeaderSource, now: number): RateLimitInfo => {
+  const fields = {
+    limitRequests: parseCount(get(headers, "x-ratelimit-limit-requests")),
+    limitTokens: parseCount(get(headers, "x-ratelimit-limit-tokens")),
+    remainingRequests: parseCount(get(headers, "x-ratelimit-remaining-requests")),
+    remainingTokens: parseCount(get(headers, "x-ratelimit-remaining-tokens")),
+    resetRequests: parseReset(get(headers, "x-ratelimit-reset-requests")),
+    resetTokens: parseReset(get(headers, "x-ratelimit-reset-tokens")),
+    retryAfter: parseRetryAfter(get(headers, "retry-after-ms"), get(headers, "retry-after"), now)
+  }
+  const present = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined))
+  return new RateLimitInfo({ ...present, observedAt: now })
+}
+
+const requestIdHeaders = ["x-request-id", "request-id", "x-correlation-id", "apim-request-id"]
+
+/** The server's request id, from the first of the usual headers that is present. */
+export const requestId = (headers: HeaderSource): string | undefined => {
+  for (const name of requestIdHeaders) {
+    const value = get(headers, name)
+    if (value !== undefined && value !== "") return value
+  }
+  return undefined
+}

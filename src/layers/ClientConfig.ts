@@ -1,0 +1,203 @@
+/**
+ * Configuration of the inference client: key, base URLs, interface version, tier, retries, timeouts.
+ *
+ * @since 0.1.0
+ */
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { parseDurationInput } from "../internal/duration.js"
+
+/**
+ * The real service's `/v2` base.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultBaseUrl = "https://llm-server.llmhub.t-systems.net/v2"
+
+/**
+ * Interface versions: `1.1.0` (queue endpoints wait, no fine-tuning) and `1.0.0` (fine-tuning endpoints).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ApiVersion = "1.0.0" | "1.1.0"
+
+/**
+ * Quota tiers with a known preset.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Tier = "basic" | "standard4000"
+
+/**
+ * The resolved configuration.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class ClientConfig extends Context.Tag("effect-aifs/ClientConfig")<ClientConfig, ClientConfig.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace ClientConfig {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** The API key, never shown (`String(apiKey)` is `<redacted>`). */
+    readonly apiKey: Redacted.Redacted<string>
+    /** Base of the standard endpoints, e.g. `https://host/v2`. */
+    readonly baseUrl: string
+    /** Base of vector stores and their files, e.g. `https://host/v1`. */
+    readonly v1Url: string
+    /** Base of the queue endpoints, e.g. `https://host/queue`. */
+    readonly queueUrl: string
+    /** Interface version. */
+    readonly apiVersion: ApiVersion
+    /** Quota tier of the key. */
+    readonly tier: Tier
+    /** Retries after the first attempt. */
+    readonly maxRetries: number
+    /** Time limit of one attempt (until the whole body is read; for streams, until the first byte). */
+    readonly timeout: Duration.Duration
+    /** Longest silence between two chunks of a stream. */
+    readonly streamIdleTimeout: Duration.Duration
+  }
+}
+
+/**
+ * What `make` and `layer` take; everything but the key has a default.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** The API key (`gen-` + 48 characters on the real service). */
+  readonly apiKey: Redacted.Redacted<string> | string
+  /** Base of the standard endpoints (default: the real service's `/v2`). */
+  readonly baseUrl?: string | undefined
+  /** Base of vector stores (default: `/v1` on the origin of `baseUrl`). */
+  readonly v1Url?: string | undefined
+  /** Base of the queue (default: `/queue` on the origin of `baseUrl`). */
+  readonly queueUrl?: string | undefined
+  /** Interface version (default `1.1.0`). */
+  readonly apiVersion?: ApiVersion | undefined
+  /** Quota tier (default `basic`, the most cautious). */
+  readonly tier?: Tier | undefined
+  /** Retries after the first attempt (default 6). */
+  readonly maxRetries?: number | undefined
+  /** Time limit of one attempt (default 10 minutes: long generations are slow). */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Longest silence between stream chunks (default 2 minutes). */
+  readonly streamIdleTimeout?: Duration.DurationInput | undefined
+}
+
+const trimSlash = (url: string): string => url.replace(/\/+$/, "")
+
+const originOf = (url: string): string => {
+  try {
+    return new URL(url).origin
+  } catch {
+    return trimSlash(url)
+  }
+}
+
+/**
+ * Resolves options into a configuration, deriving the `/v1` and queue bases from the origin of `baseUrl`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options): ClientConfig.Service => {
+  const baseUrl = trimSlash(options.baseUrl ?? defaultBaseUrl)
+  const origin = originOf(baseUrl)
+  return {
+    apiKey: Redacted.isRedacted(options.apiKey) ? options.apiKey : Redacted.make(options.apiKey),
+    baseUrl,
+    v1Url: trimSlash(options.v1Url ?? `${origin}/v1`),
+    queueUrl: trimSlash(options.queueUrl ?? `${origin}/queue`),
+    apiVersion: options.apiVersion ?? "1.1.0",
+    tier: options.tier ?? "basic",
+    maxRetries: options.maxRetries ?? 6,
+    timeout: Duration.decode(options.timeout ?? Duration.minutes(10)),
+    streamIdleTimeout: Duration.decode(options.streamIdleTimeout ?? Duration.minutes(2))
+  }
+}
+
+/**
+ * A configuration from plain options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<ClientConfig> => Layer.succeed(ClientConfig, make(options))
+
+/**
+ * A configuration read from `Config` values (any provider: environment, files, a map in tests).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (config: Config.Config.Wrap<Options>): Layer.Layer<ClientConfig, ConfigError.ConfigError> =>
+  Layer.effect(ClientConfig, Effect.map(Config.unwrap(config), make))
+
+/**
+ * A duration config that reads `30s`, `1m30s` (Go style), `30 seconds` or bare seconds.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const duration = (name: string): Config.Config<Duration.Duration> =>
+  Config.string(name).pipe(Config.mapOrFail((text) =>
+    Option.match(parseDurationInput(text), {
+      onNone: () =>
+        Either.left(ConfigError.InvalidData([], `Expected a duration such as 30s, 1m30s or 30 seconds, got "${text}"`)),
+      onSome: Either.right
+    })
+  ))
+
+/**
+ * The environment variables read by `layerFromEnv`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const fromEnv: Config.Config<Options> = Config.all({
+  apiKey: Config.redacted("AIFS_API_KEY").pipe(
+    Config.withDescription("API key of AI Foundation Services (gen-...); required for the real service")
+  ),
+  baseUrl: Config.string("AIFS_BASE_URL").pipe(Config.withDefault(defaultBaseUrl)),
+  v1Url: Config.option(Config.string("AIFS_V1_URL")).pipe(Config.map(Option.getOrUndefined)),
+  queueUrl: Config.option(Config.string("AIFS_QUEUE_URL")).pipe(Config.map(Option.getOrUndefined)),
+  apiVersion: Config.literal("1.1.0", "1.0.0")("AIFS_API_VERSION").pipe(Config.withDefault("1.1.0" as const)),
+  tier: Config.literal("basic", "standard4000")("AIFS_TIER").pipe(Config.withDefault("basic" as const)),
+  maxRetries: Config.integer("AIFS_MAX_RETRIES").pipe(
+    Config.validate({ message: "Expected a number of retries from 0 to 100", validation: (n) => n >= 0 && n <= 100 }),
+    Config.withDefault(6)
+  ),
+  timeout: duration("AIFS_TIMEOUT").pipe(Config.withDefault(Duration.minutes(10))),
+  streamIdleTimeout: duration("AIFS_STREAM_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2)))
+})
+
+/**
+ * The configuration from `AIFS_*` environment variables. A missing `AIFS_API_KEY` is a `ConfigError`
+ * naming it.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFromEnv: Layer.Layer<ClientConfig, ConfigError.ConfigError> = Layer.effect(
+  ClientConfig,
+  Effect.map(fromEnv, make)
+)

@@ -1,0 +1,45 @@
+/**
+ * All inference services in one layer, on an `InferenceHttpClient` or on a platform `HttpClient` plus
+ * configuration.
+ *
+ * @since 0.1.0
+ */
+import type * as HttpClient from "@effect/platform/HttpClient"
+import * as Layer from "effect/Layer"
+import * as Chat from "../services/Chat.js"
+import * as Completions from "../services/Completions.js"
+import * as Embeddings from "../services/Embeddings.js"
+import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
+import * as Models from "../services/Models.js"
+import type { ClientConfig } from "./ClientConfig.js"
+import * as InferenceHttp from "./InferenceHttp.js"
+
+/**
+ * Every inference service this layer provides.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Services = Models.Models | Chat.Chat | Completions.Completions | Embeddings.Embeddings
+
+/**
+ * The services, on an `InferenceHttpClient` you provide (a real one, or `Testing`'s scripted one).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Services, never, InferenceHttpClient> = Layer.mergeAll(
+  Models.layer,
+  Chat.layer,
+  Completions.layer,
+  Embeddings.layer
+)
+
+/**
+ * The services and their transport (default retry policy), on a platform `HttpClient` and a `ClientConfig`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerHttp: Layer.Layer<Services | InferenceHttpClient, never, HttpClient.HttpClient | ClientConfig> = layer
+  .pipe(Layer.provideMerge(InferenceHttp.layerDefaultRetry))

@@ -1,0 +1,297 @@
+/**
+ * The HTTP stack behind `InferenceHttpClient`: resolves the base, authenticates, reads the rate-limit
+ * headers of every response, maps failures to `ApiError` (once, here) and retries with the `RetryPolicy`.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as ParseResult from "effect/ParseResult"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { excerpt, fromHttpClientError, fromResponse, fromStreamError } from "../internal/errors.js"
+import { parseRateLimitInfo, requestId } from "../internal/headers.js"
+import * as Metrics from "../internal/metrics.js"
+import { makeRedactor } from "../internal/redact.js"
+import { decodeEvents } from "../internal/sse.js"
+import { type ApiError, DecodeError, Timeout, TransportError } from "../schemas/Errors.js"
+import {
+  InferenceHttpClient,
+  type RequestOptions,
+  ResponseMetadata,
+  type ServerSentEvent,
+  type StreamOptions,
+  type WithResponse
+} from "../services/InferenceHttpClient.js"
+import { ClientConfig } from "./ClientConfig.js"
+import * as RetryPolicy from "./RetryPolicy.js"
+
+const userAgent = "effect-aifs/0.1.0"
+
+/** Error bodies are read up to this size; the rest is dropped (an HTML error page can be large). */
+const maxErrorBody = 64 * 1024
+
+const pathOf = (url: string): string => {
+  try {
+    return new URL(url).pathname
+  } catch {
+    return url.split("?")[0] ?? url
+  }
+}
+
+const readBounded = (response: HttpClientResponse.HttpClientResponse) =>
+  response.stream.pipe(
+    Stream.decodeText(),
+    Stream.runFoldWhile("", (text) => text.length < maxErrorBody, (text, chunk) => text + chunk),
+    Effect.map((text) => text.slice(0, maxErrorBody))
+  )
+
+/**
+ * Builds the transport from the platform `HttpClient`, the `ClientConfig` and the `RetryPolicy`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<
+  InferenceHttpClient.Service,
+  never,
+  HttpClient.HttpClient | ClientConfig | RetryPolicy.RetryPolicy
+> = Effect.gen(function*() {
+  const config = yield* ClientConfig
+  const policy = yield* RetryPolicy.RetryPolicy
+  const client = yield* HttpClient.HttpClient
+  const redact = makeRedactor([config.apiKey])
+  const bases = { v2: config.baseUrl, v1: config.v1Url, queue: config.queueUrl } as const
+
+  const prepare = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, accept: string) =>
+    request.pipe(
+      HttpClientRequest.prependUrl(bases[options.base ?? "v2"]),
+      HttpClientRequest.bearerToken(config.apiKey),
+      HttpClientRequest.setHeaders({ accept, "user-agent": userAgent })
+    )
+
+  /** One attempt up to the response headers; a non-2xx status becomes its typed error. */
+  const send = (
+    request: HttpClientRequest.HttpClientRequest,
+    endpoint: string
+  ): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseMetadata], ApiError> =>
+    client.execute(request).pipe(
+      Effect.mapError((error) => {
+        const mapped = fromHttpClientError(error, endpoint)
+        return new TransportError({ message: redact(mapped.message), endpoint })
+      }),
+      Effect.flatMap((response) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const meta = new ResponseMetadata({
+            status: response.status,
+            requestId: requestId(response.headers),
+            rateLimit: parseRateLimitInfo(response.headers, now),
+            headers: response.headers
+          })
+          yield* Metric.increment(Metric.tagged(Metrics.requests, "status", String(response.status)))
+          if (response.status >= 200 && response.status < 300) return [response, meta] as const
+          const body = yield* readBounded(response).pipe(Effect.orElseSucceed(() => ""))
+          if (response.status === 429) yield* Metric.increment(Metrics.rateLimited)
+          return yield* Effect.fail(fromResponse({
+            status: response.status,
+            body: redact(body),
+            endpoint,
+            requestId: meta.requestId,
+            rateLimit: meta.rateLimit
+          }))
+        })
+      )
+    )
+
+  const totalTimeout = (endpoint: string) =>
+    Effect.timeoutFail({
+      duration: config.timeout,
+      onTimeout: () =>
+        new Timeout({
+          message: `no complete response within ${Duration.format(config.timeout)}`,
+          endpoint,
+          timeout: "total",
+          after: config.timeout
+        })
+    })
+
+  const retrying = <A>(effect: Effect.Effect<A, ApiError>, options: RequestOptions): Effect.Effect<A, ApiError> =>
+    options.retry === false ? effect : Effect.retry(
+      effect,
+      policy.schedule.pipe(
+        Schedule.tapOutput((wait) =>
+          Effect.zipRight(
+            Effect.all([
+              Metric.increment(Metrics.retries),
+              Metric.incrementBy(Metrics.retryWaitMillis, Duration.toMillis(wait))
+            ]),
+            Effect.logDebug(`aifs: retrying after ${Duration.format(wait)}`)
+          )
+        )
+      )
+    )
+
+  const decodeBody = <A, I>(schema: Schema.Schema<A, I>, text: string, meta: ResponseMetadata, endpoint: string) => {
+    const failure = (message: string) =>
+      new DecodeError({
+        message,
+        endpoint,
+        status: meta.status,
+        ...(meta.requestId === undefined ? {} : { requestId: meta.requestId }),
+        excerpt: excerpt(redact(text))
+      })
+    return Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => failure("response body is not JSON") })
+      .pipe(
+        Effect.flatMap((json) =>
+          Schema.decodeUnknown(schema)(json, { onExcessProperty: "ignore" }).pipe(
+            Effect.mapError((error) =>
+              failure(
+                `response did not match ${schemaName(schema)}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+              )
+            )
+          )
+        )
+      )
+  }
+
+  const json = <A, I>(
+    request: HttpClientRequest.HttpClientRequest,
+    schema: Schema.Schema<A, I>,
+    options: RequestOptions = {}
+  ): Effect.Effect<WithResponse<A>, ApiError> => {
+    const prepared = prepare(request, options, "application/json")
+    const endpoint = `${prepared.method} ${pathOf(prepared.url)}`
+    const attempt = send(prepared, endpoint).pipe(
+      Effect.flatMap(([response, meta]) =>
+        response.text.pipe(
+          Effect.mapError((error) => fromHttpClientError(error, endpoint)),
+          Effect.flatMap((text) => decodeBody(schema, text, meta, endpoint)),
+          Effect.map((value) => ({ value, response: meta }))
+        )
+      ),
+      totalTimeout(endpoint)
+    )
+    return retrying(attempt, options)
+  }
+
+  const open = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions) => {
+    const prepared = prepare(request, options, "text/event-stream")
+    const endpoint = `${prepared.method} ${pathOf(prepared.url)}`
+    return retrying(totalTimeout(endpoint)(send(prepared, endpoint)), options).pipe(
+      Effect.map(([response, meta]) => ({
+        endpoint,
+        meta,
+        events: decodeEvents(
+          response.stream.pipe(
+            Stream.mapError((error) => fromHttpClientError(error, endpoint)),
+            Stream.timeoutFail(
+              () =>
+                new Timeout({
+                  message: `stream idle for ${Duration.format(config.streamIdleTimeout)}`,
+                  endpoint,
+                  timeout: "idle",
+                  after: config.streamIdleTimeout
+                }),
+              config.streamIdleTimeout
+            )
+          ),
+          endpoint
+        )
+      }))
+    )
+  }
+
+  const sse = (
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions = {}
+  ): Stream.Stream<ServerSentEvent, ApiError> =>
+    Stream.unwrap(
+      Effect.map(open(request, options), ({ events }) =>
+        Stream.map(events, (event): ServerSentEvent => ({ event: event.event, data: event.data })))
+    )
+
+  const jsonStream = <A, I>(
+    request: HttpClientRequest.HttpClientRequest,
+    schema: Schema.Schema<A, I>,
+    options: StreamOptions = {}
+  ): Stream.Stream<A, ApiError> =>
+    Stream.unwrap(Effect.map(open(request, options), ({ endpoint, events, meta }) => {
+      const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
+      const context = { endpoint, requestId: meta.requestId, rateLimit: meta.rateLimit }
+      let ended = false
+      const decodeEvent = (event: ServerSentEvent): Effect.Effect<A, ApiError> =>
+        Effect.gen(function*() {
+          const data = yield* Effect.try({
+            try: () => JSON.parse(event.data) as unknown,
+            catch: () =>
+              new DecodeError({
+                message: "stream event is not JSON",
+                endpoint,
+                status: meta.status,
+                excerpt: excerpt(redact(event.data))
+              })
+          })
+          if (event.event === "error" || isErrorPayload(data)) {
+            return yield* Effect.fail(fromStreamError(data, context))
+          }
+          return yield* decodeBody(schema, event.data, meta, endpoint)
+        })
+      const body = events.pipe(
+        Stream.filter((event) => event.data.trim() !== ""),
+        Stream.takeWhile((event) => {
+          if (terminator !== null && event.data.trim() === terminator) ended = true
+          return !ended
+        }),
+        Stream.mapEffect(decodeEvent)
+      )
+      return terminator === null ? body : Stream.concat(
+        body,
+        Stream.suspend(() =>
+          ended ? Stream.empty : Stream.fail(
+            new TransportError({ message: `stream ended before ${terminator}`, endpoint })
+          )
+        )
+      )
+    }))
+
+  return { apiVersion: config.apiVersion, json, sse, jsonStream }
+})
+
+const isErrorPayload = (data: unknown): boolean =>
+  typeof data === "object" && data !== null && "error" in data && !("choices" in data) &&
+  (data as { error: unknown }).error !== null
+
+const schemaName = (schema: Schema.Schema.Any): string => {
+  const id = schema.ast.annotations[Symbol.for("effect/annotation/Identifier")] ??
+    schema.ast.annotations[Symbol.for("effect/annotation/Title")]
+  return typeof id === "string" ? id : "its schema"
+}
+
+/**
+ * The transport, from the platform `HttpClient`, a `ClientConfig` and a `RetryPolicy`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<
+  InferenceHttpClient,
+  never,
+  HttpClient.HttpClient | ClientConfig | RetryPolicy.RetryPolicy
+> = Layer.effect(InferenceHttpClient, make)
+
+/**
+ * The transport with the default retry policy (its `maxRetries` from the `ClientConfig`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerDefaultRetry: Layer.Layer<InferenceHttpClient, never, HttpClient.HttpClient | ClientConfig> = layer
+  .pipe(Layer.provide(RetryPolicy.layerFromClientConfig))

@@ -1,0 +1,169 @@
+/**
+ * Test doubles for code that uses this library: a scripted HTTP transport that runs the real client stack
+ * (mapping, retries, decoding) without sockets, and stubs for any single service.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import type * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
+import * as ClientConfig from "./ClientConfig.js"
+import * as Inference from "./Inference.js"
+import * as InferenceHttp from "./InferenceHttp.js"
+import * as RetryPolicy from "./RetryPolicy.js"
+
+/**
+ * A request as the scripted transport sees it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ScriptedRequest {
+  /** HTTP method. */
+  readonly method: string
+  /** Full URL. */
+  readonly url: URL
+  /** Path of the URL, e.g. `/v2/chat/completions`. */
+  readonly path: string
+  /** Request headers (lower-case names; the authorization header is present as sent). */
+  readonly headers: Readonly<Record<string, string>>
+  /** The JSON body, parsed; a string for other bodies; `undefined` when there is none. */
+  readonly body: unknown
+}
+
+/**
+ * A scripted answer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ScriptedResponse {
+  /** HTTP status (default 200). */
+  readonly status?: number | undefined
+  /** Response headers. */
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  /** The body: a string is sent as is, anything else as JSON. */
+  readonly body?: unknown
+  /** Server-sent events instead of a body: each is sent as a `data:` line (objects as JSON). */
+  readonly sse?: ReadonlyArray<unknown> | undefined
+  /** With `sse`: append `data: [DONE]` (default true). */
+  readonly done?: boolean | undefined
+}
+
+/**
+ * Answers requests: a plain function or an effect (to count calls, sleep on the `TestClock`, fail...).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Handler = (request: ScriptedRequest) => ScriptedResponse | Effect.Effect<ScriptedResponse>
+
+const decoder = new TextDecoder()
+
+const bodyOf = (request: HttpClientRequest.HttpClientRequest): unknown => {
+  const body = request.body
+  if (body._tag !== "Uint8Array") return body._tag === "Empty" ? undefined : `<${body._tag} body>`
+  const text = decoder.decode(body.body)
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+const render = (scripted: ScriptedResponse): { body: string; headers: Record<string, string> } => {
+  if (scripted.sse !== undefined) {
+    const events = scripted.sse.map((e) => `data: ${typeof e === "string" ? e : JSON.stringify(e)}\n\n`)
+    if (scripted.done !== false) events.push("data: [DONE]\n\n")
+    return { body: events.join(""), headers: { "content-type": "text/event-stream", ...scripted.headers } }
+  }
+  if (typeof scripted.body === "string") {
+    return { body: scripted.body, headers: { "content-type": "text/plain", ...scripted.headers } }
+  }
+  return {
+    body: scripted.body === undefined ? "" : JSON.stringify(scripted.body),
+    headers: { "content-type": "application/json", ...scripted.headers }
+  }
+}
+
+/**
+ * A platform `HttpClient` that answers every request from `handler`, in memory.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const httpClient = (handler: Handler): HttpClient.HttpClient =>
+  HttpClient.make((request, url) =>
+    Effect.gen(function*() {
+      const answer = handler({
+        method: request.method,
+        url,
+        path: url.pathname,
+        headers: request.headers,
+        body: bodyOf(request)
+      })
+      const scripted = Effect.isEffect(answer) ? yield* answer : answer
+      const { body, headers } = render(scripted)
+      return HttpClientResponse.fromWeb(
+        request,
+        new Response(body === "" ? null : body, { status: scripted.status ?? 200, headers })
+      )
+    })
+  )
+
+/**
+ * Options of `layerHttp`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LayerHttpOptions {
+  /** Client configuration (default: key `test-key`, base `http://aifs.test/v2`). */
+  readonly config?: Partial<ClientConfig.Options> | undefined
+  /** Retry policy settings (default: the library's defaults). */
+  readonly retry?: RetryPolicy.Options | undefined
+}
+
+/**
+ * Every inference service on the scripted transport: your code under test runs the real client (URL
+ * building, auth header, error mapping, retries, decoding) against your answers.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerHttp = (
+  handler: Handler,
+  options: LayerHttpOptions = {}
+): Layer.Layer<Inference.Services | InferenceHttpClient> =>
+  Inference.layer.pipe(
+    Layer.provideMerge(InferenceHttp.layer),
+    Layer.provide(Layer.mergeAll(
+      Layer.succeed(HttpClient.HttpClient, httpClient(handler)),
+      ClientConfig.layer({ apiKey: "test-key", baseUrl: "http://aifs.test/v2", ...options.config }),
+      RetryPolicy.layer(options.retry)
+    ))
+  )
+
+/**
+ * A stub of one service: the methods you give, and every other method throws "X is not mocked" when
+ * called, so that a test fails loudly on a call it did not expect.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const mock = <I, S extends object>(tag: Context.Tag<I, S>, implementation: Partial<S>): Layer.Layer<I> =>
+  Layer.succeed(
+    tag,
+    new Proxy(implementation as S, {
+      get(target, property, receiver) {
+        if (property in target || typeof property === "symbol") return Reflect.get(target, property, receiver)
+        return () => {
+          throw new Error(`${tag.key}.${String(property)} is not mocked`)
+        }
+      }
+    })
+  )

@@ -1,0 +1,463 @@
+/**
+ * Wire schemas of `POST /chat/completions`: messages, tools, the completion and its stream chunks
+ * (with the service's quirks: `reasoning_content`, empty-`choices` usage chunks, streamed tool calls).
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { Nullish, OpenEnum, Usage } from "./Shared.js"
+
+/**
+ * A text part of a message.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TextPart = Schema.Struct({
+  /** `text`. */
+  type: Schema.Literal("text"),
+  /** The text. */
+  text: Schema.String
+})
+
+/**
+ * An image part of a user message: an `http(s)` or `data:` URL.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ImagePart = Schema.Struct({
+  /** `image_url`. */
+  type: Schema.Literal("image_url"),
+  /** The image. */
+  image_url: Schema.Struct({
+    /** An `https://` URL or a `data:image/png;base64,...` URL. */
+    url: Schema.String,
+    /** Resolution hint: `low`, `high`, `auto`. */
+    detail: Schema.optional(Schema.String)
+  })
+})
+
+/**
+ * A part of a user message.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ContentPart = Schema.Union(TextPart, ImagePart)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ContentPart = typeof ContentPart.Type
+
+/**
+ * A tool call made by the model.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolCall = Schema.Struct({
+  /** Call id, echoed back in the `tool` message that answers it. */
+  id: Schema.String,
+  /** `function`. */
+  type: Schema.optionalWith(Schema.String, { default: () => "function" }),
+  /** The function and its arguments. */
+  function: Schema.Struct({
+    /** Function name. */
+    name: Schema.String,
+    /** Arguments as a JSON string (parse it yourself: models may emit invalid JSON). */
+    arguments: Schema.optionalWith(Schema.String, { default: () => "" })
+  })
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ToolCall = typeof ToolCall.Type
+
+/**
+ * A system message.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SystemMessage = Schema.Struct({
+  /** `system`. */
+  role: Schema.Literal("system"),
+  /** Instructions. */
+  content: Schema.Union(Schema.String, Schema.Array(TextPart)),
+  /** Optional participant name. */
+  name: Schema.optional(Schema.String)
+})
+
+/**
+ * A developer message (the newer name of system messages on some models).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const DeveloperMessage = Schema.Struct({
+  /** `developer`. */
+  role: Schema.Literal("developer"),
+  /** Instructions. */
+  content: Schema.Union(Schema.String, Schema.Array(TextPart)),
+  /** Optional participant name. */
+  name: Schema.optional(Schema.String)
+})
+
+/**
+ * A user message: text, or parts with images.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const UserMessage = Schema.Struct({
+  /** `user`. */
+  role: Schema.Literal("user"),
+  /** Text, or text and image parts. */
+  content: Schema.Union(Schema.String, Schema.Array(ContentPart)),
+  /** Optional participant name. */
+  name: Schema.optional(Schema.String)
+})
+
+/**
+ * An earlier answer of the assistant, possibly with tool calls.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const AssistantMessage = Schema.Struct({
+  /** `assistant`. */
+  role: Schema.Literal("assistant"),
+  /** The answer text; `null` when it only called tools. */
+  content: Schema.optional(Schema.NullOr(Schema.Union(Schema.String, Schema.Array(TextPart)))),
+  /** Tool calls it made. */
+  tool_calls: Schema.optional(Schema.Array(ToolCall)),
+  /** Optional participant name. */
+  name: Schema.optional(Schema.String)
+})
+
+/**
+ * The result of a tool call.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolMessage = Schema.Struct({
+  /** `tool`. */
+  role: Schema.Literal("tool"),
+  /** The tool's output. */
+  content: Schema.Union(Schema.String, Schema.Array(TextPart)),
+  /** The `id` of the call it answers. */
+  tool_call_id: Schema.String
+})
+
+/**
+ * Any message of a conversation.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ChatMessage = Schema.Union(SystemMessage, DeveloperMessage, UserMessage, AssistantMessage, ToolMessage)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ChatMessage = typeof ChatMessage.Type
+
+/**
+ * A function the model may call.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const FunctionTool = Schema.Struct({
+  /** `function`. */
+  type: Schema.Literal("function"),
+  /** The function. */
+  function: Schema.Struct({
+    /** Name the model uses to call it. */
+    name: Schema.String,
+    /** What it does, for the model. */
+    description: Schema.optional(Schema.String),
+    /** JSON Schema of its arguments. */
+    parameters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+    /** Ask for strict schema adherence (proprietary models). */
+    strict: Schema.optional(Schema.Boolean)
+  })
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type FunctionTool = typeof FunctionTool.Type
+
+/**
+ * Whether and which tool the model must call.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolChoice = Schema.Union(
+  Schema.Literal("none", "auto", "required"),
+  Schema.Struct({
+    /** `function`. */
+    type: Schema.Literal("function"),
+    /** The function to call. */
+    function: Schema.Struct({ name: Schema.String })
+  })
+)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ToolChoice = typeof ToolChoice.Type
+
+/**
+ * Parameters of a chat completion. `stream` is set by the method (`create` or `createStream`), not here.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CreateChatCompletionParams = Schema.Struct({
+  /** Model id, e.g. `Llama-3.3-70B-Instruct`. */
+  model: Schema.String,
+  /** The conversation so far. */
+  messages: Schema.Array(ChatMessage),
+  /** Sampling temperature. */
+  temperature: Schema.optional(Schema.Number),
+  /** Nucleus sampling mass. */
+  top_p: Schema.optional(Schema.Number),
+  /** Most tokens to generate (older name). */
+  max_tokens: Schema.optional(Schema.Number),
+  /** Most tokens to generate, reasoning included (newer name). */
+  max_completion_tokens: Schema.optional(Schema.Number),
+  /** Number of choices. */
+  n: Schema.optional(Schema.Number),
+  /** Stop sequences. */
+  stop: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
+  /** Seed for deterministic sampling. */
+  seed: Schema.optional(Schema.Number),
+  /** Presence penalty. */
+  presence_penalty: Schema.optional(Schema.Number),
+  /** Frequency penalty. */
+  frequency_penalty: Schema.optional(Schema.Number),
+  /** Functions the model may call. */
+  tools: Schema.optional(Schema.Array(FunctionTool)),
+  /** Whether and which tool to call. */
+  tool_choice: Schema.optional(ToolChoice),
+  /** Allow several tool calls in one answer. */
+  parallel_tool_calls: Schema.optional(Schema.Boolean),
+  /** Reasoning effort of reasoning models: `low`, `medium`, `high`. */
+  reasoning_effort: Schema.optional(Schema.String),
+  /** Output format, e.g. `{"type": "json_object"}` or a JSON schema. */
+  response_format: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  /** End-user id for abuse monitoring. */
+  user: Schema.optional(Schema.String),
+  /** Streaming options; `createStream` sets `include_usage`. */
+  stream_options: Schema.optional(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }))
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type CreateChatCompletionParams = typeof CreateChatCompletionParams.Type
+
+/**
+ * The assistant's answer in a completion.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ChatCompletionMessage = Schema.Struct({
+  /** `assistant`. */
+  role: Schema.optionalWith(Schema.String, { default: () => "assistant" }),
+  /** The answer text; `null` when the model only called tools. */
+  content: Nullish(Schema.String),
+  /** The hidden reasoning of reasoning models, when the server returns it. */
+  reasoning_content: Nullish(Schema.String),
+  /** Tool calls. */
+  tool_calls: Nullish(Schema.Array(ToolCall)),
+  /** A refusal message, on proprietary models. */
+  refusal: Nullish(Schema.String)
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ChatCompletionMessage = typeof ChatCompletionMessage.Type
+
+/**
+ * Why generation stopped. Known: `stop`, `length`, `tool_calls`, `content_filter`; others pass.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const FinishReason = OpenEnum(["stop", "length", "tool_calls", "content_filter"], "Why generation stopped.")
+
+/**
+ * One choice of a completion.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ChatCompletionChoice = Schema.Struct({
+  /** Position among the choices. */
+  index: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  /** The answer. */
+  message: ChatCompletionMessage,
+  /** Why generation stopped. */
+  finish_reason: Nullish(FinishReason),
+  /** Log probabilities, when asked for. */
+  logprobs: Schema.optional(Schema.Unknown)
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ChatCompletionChoice = typeof ChatCompletionChoice.Type
+
+/**
+ * A chat completion.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export class ChatCompletion extends Schema.Class<ChatCompletion>("ChatCompletion")({
+  /** Completion id. */
+  id: Schema.optionalWith(Schema.String, { default: () => "" }),
+  /** `chat.completion`. */
+  object: Nullish(Schema.String),
+  /** Creation time in epoch seconds. */
+  created: Nullish(Schema.Number),
+  /** Model that answered. */
+  model: Schema.optionalWith(Schema.String, { default: () => "" }),
+  /** The answers (one unless `n` > 1). */
+  choices: Schema.Array(ChatCompletionChoice),
+  /** Token usage. */
+  usage: Nullish(Usage),
+  /** Backend configuration fingerprint. */
+  system_fingerprint: Nullish(Schema.String),
+  /** Service tier that served it, on proprietary models. */
+  service_tier: Nullish(Schema.String)
+}) {
+  /** The text of the first choice, or `""`. */
+  get text(): string {
+    return this.choices[0]?.message.content ?? ""
+  }
+}
+
+/**
+ * A piece of a tool call in a stream: the first delta for an `index` has `id` and `function.name`, later ones
+ * append to `function.arguments`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolCallDelta = Schema.Struct({
+  /** Which tool call this piece belongs to. */
+  index: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  /** Call id, on the first piece. */
+  id: Nullish(Schema.String),
+  /** `function`, on the first piece. */
+  type: Nullish(Schema.String),
+  /** Name (first piece) and a fragment of the arguments. */
+  function: Nullish(Schema.Struct({
+    /** Function name, on the first piece. */
+    name: Nullish(Schema.String),
+    /** A fragment of the JSON arguments. */
+    arguments: Nullish(Schema.String)
+  }))
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ToolCallDelta = typeof ToolCallDelta.Type
+
+/**
+ * What one stream chunk adds to a choice.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ChatCompletionDelta = Schema.Struct({
+  /** `assistant`; the first chunk may or may not carry it. */
+  role: Nullish(Schema.String),
+  /** New answer text. */
+  content: Nullish(Schema.String),
+  /** New reasoning text, on reasoning models. */
+  reasoning_content: Nullish(Schema.String),
+  /** Tool call pieces. */
+  tool_calls: Nullish(Schema.Array(ToolCallDelta)),
+  /** Refusal text. */
+  refusal: Nullish(Schema.String)
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ChatCompletionDelta = typeof ChatCompletionDelta.Type
+
+/**
+ * One choice of a stream chunk.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ChatCompletionChunkChoice = Schema.Struct({
+  /** Position among the choices. */
+  index: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  /** What this chunk adds. */
+  delta: Schema.optionalWith(ChatCompletionDelta, { default: () => ({}) }),
+  /** Set on the last chunk of the choice. */
+  finish_reason: Nullish(FinishReason),
+  /** Log probabilities, when asked for. */
+  logprobs: Schema.optional(Schema.Unknown)
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ChatCompletionChunkChoice = typeof ChatCompletionChunkChoice.Type
+
+/**
+ * One chunk of a streamed chat completion. `choices` may be empty (the usage chunk at the end, and some
+ * keep-alive chunks).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export class ChatCompletionChunk extends Schema.Class<ChatCompletionChunk>("ChatCompletionChunk")({
+  /** Completion id (the same on every chunk). */
+  id: Schema.optionalWith(Schema.String, { default: () => "" }),
+  /** `chat.completion.chunk`. */
+  object: Nullish(Schema.String),
+  /** Creation time in epoch seconds. */
+  created: Nullish(Schema.Number),
+  /** Model that answered. */
+  model: Schema.optionalWith(Schema.String, { default: () => "" }),
+  /** The choice deltas; may be empty. */
+  choices: Schema.optionalWith(Schema.Array(ChatCompletionChunkChoice), { default: () => [] }),
+  /** Token usage, on the last chunk when `include_usage` was asked for. */
+  usage: Nullish(Usage),
+  /** Backend configuration fingerprint. */
+  system_fingerprint: Nullish(Schema.String)
+}) {
+  /** The new answer text of the first choice, or `""`. */
+  get text(): string {
+    return this.choices[0]?.delta.content ?? ""
+  }
+}

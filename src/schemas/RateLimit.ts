@@ -1,0 +1,67 @@
+/**
+ * The rate-limit state a response reports through its headers, parsed into numbers and durations.
+ *
+ * @since 0.1.0
+ */
+import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+
+/**
+ * What one response said about the key's quota. Every field is optional: the operator's own open-source
+ * models send no `x-ratelimit-*` headers at all, proprietary models send all six, and `retry-after` may come
+ * with a 429 from either.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export class RateLimitInfo extends Schema.Class<RateLimitInfo>("RateLimitInfo")({
+  /** `x-ratelimit-limit-requests`: requests allowed per window. */
+  limitRequests: Schema.optional(Schema.Number),
+  /** `x-ratelimit-limit-tokens`: tokens allowed per window. */
+  limitTokens: Schema.optional(Schema.Number),
+  /** `x-ratelimit-remaining-requests`: requests left in the current window. */
+  remainingRequests: Schema.optional(Schema.Number),
+  /** `x-ratelimit-remaining-tokens`: tokens left in the current window. */
+  remainingTokens: Schema.optional(Schema.Number),
+  /** `x-ratelimit-reset-requests`: time until the request budget resets. */
+  resetRequests: Schema.optional(Schema.DurationFromSelf),
+  /** `x-ratelimit-reset-tokens`: time until the token budget resets. */
+  resetTokens: Schema.optional(Schema.DurationFromSelf),
+  /** `retry-after-ms` or `retry-after` (seconds or an HTTP date), as a duration from `observedAt`. */
+  retryAfter: Schema.optional(Schema.DurationFromSelf),
+  /** When the headers were read, in epoch milliseconds from the `Clock`. */
+  observedAt: Schema.Number
+}) {
+  /**
+   * An empty record: no rate-limit headers were present.
+   *
+   * @since 0.1.0
+   */
+  static empty(observedAt: number): RateLimitInfo {
+    return new RateLimitInfo({ observedAt })
+  }
+
+  /**
+   * True when the response carried any of the `x-ratelimit-*` headers (proprietary models).
+   *
+   * @since 0.1.0
+   */
+  get hasLimitHeaders(): boolean {
+    return this.limitRequests !== undefined || this.limitTokens !== undefined ||
+      this.remainingRequests !== undefined || this.remainingTokens !== undefined ||
+      this.resetRequests !== undefined || this.resetTokens !== undefined
+  }
+
+  /**
+   * The wait the server asked for: the latest of `retry-after` and the two reset headers, if any was sent.
+   *
+   * @since 0.1.0
+   */
+  get serverWait(): Option.Option<Duration.Duration> {
+    const waits = [this.retryAfter, this.resetRequests, this.resetTokens].filter(
+      (d): d is Duration.Duration => d !== undefined
+    )
+    return waits.length === 0 ? Option.none() : Option.some(waits.reduce(Duration.max))
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Schema building blocks shared by every endpoint group: tolerant optional fields, token usage,
+ * validation issues.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/**
+ * A field that real servers may omit or send as `null`: decodes to `A | null | undefined`.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const Nullish = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
+
+/**
+ * An open enumeration: the known values are documented, any other string is accepted so that a new value
+ * on the server never breaks decoding.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const OpenEnum = <const Known extends ReadonlyArray<string>>(known: Known, description: string) =>
+  Schema.String.annotations({ description: `${description} Known values: ${known.join(", ")}; others pass.` })
+
+/**
+ * Breakdown of prompt tokens (cached tokens, audio tokens) when the server reports it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const PromptTokensDetails = Schema.Struct({
+  /** Tokens served from the prompt cache. */
+  cached_tokens: Nullish(Schema.Number),
+  /** Audio input tokens. */
+  audio_tokens: Nullish(Schema.Number)
+})
+
+/**
+ * Breakdown of completion tokens (reasoning tokens) when the server reports it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CompletionTokensDetails = Schema.Struct({
+  /** Tokens spent on hidden reasoning. */
+  reasoning_tokens: Nullish(Schema.Number),
+  /** Audio output tokens. */
+  audio_tokens: Nullish(Schema.Number)
+})
+
+/**
+ * Token usage of one request. Embedding responses carry only `prompt_tokens` and `total_tokens`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export class Usage extends Schema.Class<Usage>("Usage")({
+  /** Tokens in the input. */
+  prompt_tokens: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  /** Tokens generated. Absent on embeddings. */
+  completion_tokens: Nullish(Schema.Number),
+  /** Input plus output tokens. */
+  total_tokens: Schema.optionalWith(Schema.Number, { default: () => 0 }),
+  /** Breakdown of the prompt tokens. */
+  prompt_tokens_details: Nullish(PromptTokensDetails),
+  /** Breakdown of the completion tokens. */
+  completion_tokens_details: Nullish(CompletionTokensDetails)
+}) {}
+
+/**
+ * One entry of a FastAPI validation error list: `{"loc": [...], "msg": "...", "type": "..."}`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ValidationIssue = Schema.Struct({
+  /** Where in the request the problem is, e.g. `["body", "messages"]`. */
+  loc: Schema.optionalWith(Schema.Array(Schema.Union(Schema.String, Schema.Number)), { default: () => [] }),
+  /** Human-readable description. */
+  msg: Schema.String,
+  /** Machine-readable kind, e.g. `missing`. */
+  type: Schema.optional(Schema.String)
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export type ValidationIssue = typeof ValidationIssue.Type
+
+/**
+ * `{"detail": "..."}` or `{"detail": [issues]}`: the FastAPI error body, the service's primary form.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const DetailErrorBody = Schema.Struct({
+  /** A message, or a list of validation issues. */
+  detail: Schema.Union(Schema.String, Schema.Array(ValidationIssue))
+})
+
+/**
+ * `{"error": {"message", "type", "code"}}`: the OpenAI-style error body of proxied proprietary models.
+ * `code` may be a string (`"429"`, `"rate_limit_exceeded"`) or a number.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const OpenAIErrorBody = Schema.Struct({
+  /** The error object. */
+  error: Schema.Struct({
+    /** Human-readable message. */
+    message: Schema.optionalWith(Schema.String, { default: () => "" }),
+    /** Error class, e.g. `invalid_request_error`, `tokens`, `requests`. */
+    type: Nullish(Schema.String),
+    /** Error code, a string or a number. */
+    code: Nullish(Schema.Union(Schema.String, Schema.Number)),
+    /** The offending parameter, if any. */
+    param: Nullish(Schema.String)
+  })
+})

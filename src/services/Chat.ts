@@ -1,0 +1,190 @@
+/**
+ * Chat completions: `POST /chat/completions`, plain and streamed, and a fold of a chunk stream back into a
+ * completion.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import { annotateRequest, annotateResponse } from "../internal/spans.js"
+import {
+  ChatCompletion,
+  ChatCompletionChunk,
+  type ChatCompletionMessage,
+  type CreateChatCompletionParams,
+  type ToolCall
+} from "../schemas/Chat.js"
+import type { ApiError } from "../schemas/Errors.js"
+import type { Usage } from "../schemas/Shared.js"
+import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+
+/**
+ * Chat completions.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Chat extends Context.Tag("effect-aifs/Chat")<Chat, Chat.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace Chat {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Sends a conversation and returns the whole answer. */
+    readonly create: (params: CreateChatCompletionParams) => Effect.Effect<ChatCompletion, ApiError>
+    /** `create`, with the response metadata (status, request id, rate-limit headers). */
+    readonly createWithResponse: (
+      params: CreateChatCompletionParams
+    ) => Effect.Effect<WithResponse<ChatCompletion>, ApiError>
+    /**
+     * Streams the answer chunk by chunk (with a final usage chunk). An `error` event mid-stream fails the
+     * stream after the chunks before it.
+     */
+    readonly createStream: (params: CreateChatCompletionParams) => Stream.Stream<ChatCompletionChunk, ApiError>
+  }
+}
+
+/**
+ * Builds the service on the `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Chat.Service, never, InferenceHttpClient> = Effect.gen(function*() {
+  const http = yield* InferenceHttpClient
+  const createWithResponse = Effect.fn("Chat.create")(function*(params: CreateChatCompletionParams) {
+    yield* annotateRequest("chat", params.model)
+    const result = yield* http.json(
+      HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson(params)),
+      ChatCompletion,
+      { model: params.model }
+    )
+    yield* annotateResponse(result.value)
+    return result
+  })
+  const createStream = (params: CreateChatCompletionParams): Stream.Stream<ChatCompletionChunk, ApiError> =>
+    http.jsonStream(
+      HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson({
+        ...params,
+        stream: true,
+        stream_options: { include_usage: true, ...params.stream_options }
+      })),
+      ChatCompletionChunk,
+      { model: params.model }
+    ).pipe(Stream.withSpan("Chat.createStream", { attributes: { "gen_ai.request.model": params.model } }))
+  return {
+    create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
+    createWithResponse,
+    createStream
+  }
+})
+
+/**
+ * The service, on an `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Chat, never, InferenceHttpClient> = Layer.effect(Chat, make)
+
+interface ChoiceAccumulator {
+  role: string
+  content: string
+  sawContent: boolean
+  reasoning: string
+  refusal: string
+  toolCalls: Map<number, { id: string; type: string; name: string; arguments: string }>
+  finishReason: string | null
+}
+
+/**
+ * Folds the chunks of a stream into the completion a non-streamed call would have returned: text and
+ * reasoning concatenated, tool-call pieces joined by index, usage from the usage chunk.
+ *
+ * @since 0.1.0
+ * @category folding
+ */
+export const foldChunks = (chunks: Iterable<ChatCompletionChunk>): ChatCompletion => {
+  let first: ChatCompletionChunk | undefined
+  let usage: Usage | undefined
+  let fingerprint: string | undefined
+  const choices = new Map<number, ChoiceAccumulator>()
+  for (const chunk of chunks) {
+    first ??= chunk
+    if (chunk.usage) usage = chunk.usage
+    if (chunk.system_fingerprint) fingerprint = chunk.system_fingerprint
+    for (const choice of chunk.choices) {
+      let acc = choices.get(choice.index)
+      if (acc === undefined) {
+        acc = {
+          role: "assistant",
+          content: "",
+          sawContent: false,
+          reasoning: "",
+          refusal: "",
+          toolCalls: new Map(),
+          finishReason: null
+        }
+        choices.set(choice.index, acc)
+      }
+      const delta = choice.delta
+      if (delta.role) acc.role = delta.role
+      if (typeof delta.content === "string") {
+        acc.content += delta.content
+        acc.sawContent = true
+      }
+      if (delta.reasoning_content) acc.reasoning += delta.reasoning_content
+      if (delta.refusal) acc.refusal += delta.refusal
+      for (const piece of delta.tool_calls ?? []) {
+        const call = acc.toolCalls.get(piece.index) ?? { id: "", type: "function", name: "", arguments: "" }
+        if (piece.id) call.id = piece.id
+        if (piece.type) call.type = piece.type
+        if (piece.function?.name) call.name += piece.function.name
+        if (piece.function?.arguments) call.arguments += piece.function.arguments
+        acc.toolCalls.set(piece.index, call)
+      }
+      if (choice.finish_reason) acc.finishReason = choice.finish_reason
+    }
+  }
+  const choiceList = [...choices.entries()].sort(([a], [b]) => a - b).map(([index, acc]) => {
+    const toolCalls: Array<ToolCall> = [...acc.toolCalls.entries()].sort(([a], [b]) => a - b).map(([, c]) => ({
+      id: c.id,
+      type: c.type,
+      function: { name: c.name, arguments: c.arguments }
+    }))
+    const message: ChatCompletionMessage = {
+      role: acc.role,
+      content: acc.sawContent || toolCalls.length === 0 ? acc.content : null,
+      ...(acc.reasoning ? { reasoning_content: acc.reasoning } : {}),
+      ...(acc.refusal ? { refusal: acc.refusal } : {}),
+      ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {})
+    }
+    return { index, message, finish_reason: acc.finishReason }
+  })
+  return new ChatCompletion({
+    id: first?.id ?? "",
+    object: "chat.completion",
+    created: first?.created ?? null,
+    model: first?.model ?? "",
+    choices: choiceList,
+    ...(usage ? { usage } : {}),
+    ...(fingerprint ? { system_fingerprint: fingerprint } : {})
+  })
+}
+
+/**
+ * Runs a chunk stream to its end and folds it into a completion.
+ *
+ * @since 0.1.0
+ * @category folding
+ */
+export const collect = <E, R>(stream: Stream.Stream<ChatCompletionChunk, E, R>): Effect.Effect<ChatCompletion, E, R> =>
+  Effect.map(Stream.runCollect(stream), foldChunks)

@@ -1,0 +1,82 @@
+/**
+ * Legacy text completions: `POST /completions` (open-source models only), plain and streamed.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import { annotateRequest, annotateResponse } from "../internal/spans.js"
+import { Completion, type CreateCompletionParams } from "../schemas/Completions.js"
+import type { ApiError } from "../schemas/Errors.js"
+import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+
+/**
+ * Text completions.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Completions extends Context.Tag("effect-aifs/Completions")<Completions, Completions.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace Completions {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Completes a prompt. */
+    readonly create: (params: CreateCompletionParams) => Effect.Effect<Completion, ApiError>
+    /** `create`, with the response metadata. */
+    readonly createWithResponse: (params: CreateCompletionParams) => Effect.Effect<WithResponse<Completion>, ApiError>
+    /** Streams the completion; each element carries the new text in `choices[i].text`. */
+    readonly createStream: (params: CreateCompletionParams) => Stream.Stream<Completion, ApiError>
+  }
+}
+
+/**
+ * Builds the service on the `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Completions.Service, never, InferenceHttpClient> = Effect.gen(function*() {
+  const http = yield* InferenceHttpClient
+  const createWithResponse = Effect.fn("Completions.create")(function*(params: CreateCompletionParams) {
+    yield* annotateRequest("text_completion", params.model)
+    const result = yield* http.json(
+      HttpClientRequest.post("/completions").pipe(HttpClientRequest.bodyUnsafeJson(params)),
+      Completion,
+      { model: params.model }
+    )
+    yield* annotateResponse(result.value)
+    return result
+  })
+  return {
+    create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
+    createWithResponse,
+    createStream: (params) =>
+      http.jsonStream(
+        HttpClientRequest.post("/completions").pipe(HttpClientRequest.bodyUnsafeJson({
+          ...params,
+          stream: true,
+          stream_options: { include_usage: true, ...params.stream_options }
+        })),
+        Completion,
+        { model: params.model }
+      ).pipe(Stream.withSpan("Completions.createStream", { attributes: { "gen_ai.request.model": params.model } }))
+  }
+})
+
+/**
+ * The service, on an `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Completions, never, InferenceHttpClient> = Layer.effect(Completions, make)

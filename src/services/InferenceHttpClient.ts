@@ -1,0 +1,143 @@
+/**
+ * The transport every inference service sends through: base resolution, authentication, rate-limit headers,
+ * error mapping and retries happen here, once. Services hand it relative requests and schemas.
+ *
+ * @since 0.1.0
+ */
+import type * as Headers from "@effect/platform/Headers"
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
+import type * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
+import type { ApiError } from "../schemas/Errors.js"
+import type { RateLimitInfo } from "../schemas/RateLimit.js"
+
+/**
+ * Which base a request is sent to: `v2` (standard endpoints), `v1` (vector stores and their files) or
+ * `queue` (the queue root).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Base = "v2" | "v1" | "queue"
+
+/**
+ * Per-request options.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RequestOptions {
+  /** The base to resolve the relative URL against (default `v2`). */
+  readonly base?: Base | undefined
+  /** The model the request is for (rate limits are per model). */
+  readonly model?: string | undefined
+  /** Set to `false` for requests that must not be sent twice. */
+  readonly retry?: boolean | undefined
+}
+
+/**
+ * Options of a JSON event stream.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StreamOptions extends RequestOptions {
+  /** The data line that ends the stream (default `[DONE]`); `undefined` when the stream just ends. */
+  readonly terminator?: string | null | undefined
+}
+
+/**
+ * What a response said besides its body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class ResponseMetadata extends Data.Class<{
+  /** HTTP status. */
+  readonly status: number
+  /** The server's request id, when it sent one. */
+  readonly requestId: string | undefined
+  /** The parsed rate-limit headers (empty on models that send none). */
+  readonly rateLimit: RateLimitInfo
+  /** All response headers. */
+  readonly headers: Headers.Headers
+}> {}
+
+/**
+ * A decoded body together with its response metadata.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WithResponse<A> {
+  /** The decoded body. */
+  readonly value: A
+  /** Status, request id, rate-limit headers, headers. */
+  readonly response: ResponseMetadata
+}
+
+/**
+ * One server-sent event.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ServerSentEvent {
+  /** Event name (`message` unless the server named it). */
+  readonly event: string
+  /** The data lines, joined. */
+  readonly data: string
+}
+
+/**
+ * The inference transport.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class InferenceHttpClient
+  extends Context.Tag("effect-aifs/InferenceHttpClient")<InferenceHttpClient, InferenceHttpClient.Service>()
+{}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace InferenceHttpClient {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** The interface version the client was configured for. */
+    readonly apiVersion: "1.0.0" | "1.1.0"
+    /**
+     * Sends a request (relative URL) and decodes its JSON body, with retries.
+     */
+    readonly json: <A, I>(
+      request: HttpClientRequest.HttpClientRequest,
+      schema: Schema.Schema<A, I>,
+      options?: RequestOptions
+    ) => Effect.Effect<WithResponse<A>, ApiError>
+    /**
+     * Sends a request and streams its server-sent events. Establishing the stream is retried; once events
+     * flow, a failure ends the stream with a typed error (re-sending would repeat output).
+     */
+    readonly sse: (
+      request: HttpClientRequest.HttpClientRequest,
+      options?: RequestOptions
+    ) => Stream.Stream<ServerSentEvent, ApiError>
+    /**
+     * Streams server-sent events whose data are JSON, decoded with `schema`. `error` payloads become typed
+     * failures after the events before them; a stream that ends before its terminator fails with
+     * `TransportError`.
+     */
+    readonly jsonStream: <A, I>(
+      request: HttpClientRequest.HttpClientRequest,
+      schema: Schema.Schema<A, I>,
+      options?: StreamOptions
+    ) => Stream.Stream<A, ApiError>
+  }
+}
