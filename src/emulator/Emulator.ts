@@ -1,0 +1,110 @@
+/**
+ * The local emulator of AI Foundation Services: a real HTTP server on loopback, as a scoped layer for tests
+ * and the demo, or as `aifs emulator` on a port.
+ *
+ * @since 0.1.0
+ */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { createServer, type Server } from "node:http"
+import * as App from "./app.js"
+import { developmentKey, EmulatorState, type KeySpec, type Options } from "./state.js"
+
+export type { KeySpec, Options } from "./state.js"
+export { developmentKey, developmentKeys } from "./state.js"
+
+/**
+ * A running emulator.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Emulator extends Context.Tag("effect-aifs/Emulator")<Emulator, Emulator.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace Emulator {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** The origin, e.g. `http://127.0.0.1:41234`. */
+    readonly url: string
+    /** The `/v2` base to configure a client with. */
+    readonly baseUrl: string
+    /** The `/v1` base. */
+    readonly v1Url: string
+    /** The queue base. */
+    readonly queueUrl: string
+    /** The port it listens on. */
+    readonly port: number
+    /** The keys it accepts. */
+    readonly keys: ReadonlyArray<KeySpec>
+    /** The first accepted key of a tier. */
+    readonly keyFor: (tier: string) => string | undefined
+  }
+}
+
+/**
+ * Where to listen, besides the behaviour options.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ServeOptions extends Options {
+  /** Interface to bind (default `127.0.0.1`). */
+  readonly host?: string | undefined
+  /** Port (default 0: any free port). */
+  readonly port?: number | undefined
+}
+
+/**
+ * The emulator, listening until the layer's scope closes (open connections are closed with it).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: ServeOptions = {}): Layer.Layer<Emulator, HttpServerError.ServeError> =>
+  Layer.unwrapEffect(Effect.sync(() => serveWith(createServer(), options)))
+
+const serveWith = (server: Server, options: ServeOptions): Layer.Layer<Emulator, HttpServerError.ServeError> => {
+  const host = options.host ?? "127.0.0.1"
+  const serve = Layer.scoped(
+    Emulator,
+    Effect.gen(function*() {
+      const state = new EmulatorState(options)
+      yield* HttpServer.serveEffect(App.make(state))
+      // streams in flight would hold server.close() open: end them when the emulator stops
+      yield* Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
+      const address = yield* HttpServer.addressWith((address) => Effect.succeed(address))
+      const port = address._tag === "TcpAddress" ? address.port : 0
+      const hostname = host.includes(":") ? `[${host}]` : host === "0.0.0.0" ? "127.0.0.1" : host
+      const url = `http://${hostname}:${port}`
+      const keys = [...state.keys.values()]
+      return {
+        url,
+        baseUrl: `${url}/v2`,
+        v1Url: `${url}/v1`,
+        queueUrl: `${url}/queue`,
+        port,
+        keys,
+        keyFor: (tier: string) => keys.find((k) => k.tier === tier)?.key
+      }
+    })
+  )
+  return serve.pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: options.port ?? 0, host })))
+}
+
+/**
+ * The development key of a tier (the emulator accepts it by default).
+ *
+ * @since 0.1.0
+ * @category keys
+ */
+export const keyOf = (tier: "basic" | "standard4000"): string => developmentKey(tier)

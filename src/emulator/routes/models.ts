@@ -1,0 +1,45 @@
+/**
+ * `GET /models` and `GET /models/{id}` of the emulator.
+ *
+ * @since 0.1.0
+ */
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Model, ModelList } from "../../schemas/Models.js"
+import { catalogue, type CatalogueModel, findModel } from "../catalogue.js"
+import { authenticate, reject } from "../http.js"
+import type { EmulatorState } from "../state.js"
+
+// the real service shows only `id` and `meta_data`; the emulator sends exactly that
+const toModel = (m: CatalogueModel) => new Model({ id: m.id, meta_data: m.meta })
+
+/**
+ * The model routes.
+ *
+ * @since 0.1.0
+ * @category routers
+ */
+export const router = (state: EmulatorState) =>
+  HttpRouter.empty.pipe(
+    HttpRouter.get(
+      "/models",
+      Effect.gen(function*() {
+        yield* authenticate(state)
+        return HttpServerResponse.unsafeJson(
+          Schema.encodeSync(ModelList)(new ModelList({ object: "list", data: catalogue.map(toModel) }))
+        )
+      })
+    ),
+    HttpRouter.get(
+      "/models/:id",
+      Effect.gen(function*() {
+        yield* authenticate(state)
+        const { id } = yield* HttpRouter.params
+        const model = id === undefined ? undefined : findModel(id)
+        if (model === undefined) return yield* reject(404, `Model '${id ?? ""}' not found`)
+        return HttpServerResponse.unsafeJson(Schema.encodeSync(Model)(toModel(model)))
+      })
+    )
+  )

@@ -1,0 +1,103 @@
+/**
+ * The emulator's state: accepted keys and their tiers, the limit windows, counters for ids.
+ *
+ * @since 0.1.0
+ */
+import * as Duration from "effect/Duration"
+import { type Quota, SlidingWindow, tierQuotas } from "./limits.js"
+
+/**
+ * An accepted key and its tier.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface KeySpec {
+  /** The key, sent as `Authorization: Bearer <key>`. */
+  readonly key: string
+  /** Its tier: a name in `tiers` (`basic`, `standard4000` by default). */
+  readonly tier: string
+}
+
+/**
+ * How the emulator behaves.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** Length of the rate-limit window (default 60 s; seconds in tests and the demo). */
+  readonly window?: Duration.DurationInput | undefined
+  /** Accepted keys (default: one development key per tier, see `developmentKeys`). */
+  readonly keys?: ReadonlyArray<KeySpec> | undefined
+  /** Quotas per tier, merged over the presets (`basic` 20/18,750, `standard4000` 600/150,000). */
+  readonly tiers?: Readonly<Record<string, Quota>> | undefined
+  /** Pause between stream chunks, to watch tokens arrive (default none). */
+  readonly streamChunkDelay?: Duration.DurationInput | undefined
+  /** Longest a queue request waits for capacity before a 429 (default 10 minutes). */
+  readonly queueMaxWait?: Duration.DurationInput | undefined
+}
+
+/**
+ * A development key of the real `gen-` + 48 characters form for a tier. Not a secret: printed on start.
+ *
+ * @since 0.1.0
+ * @category keys
+ */
+export const developmentKey = (tier: string): string =>
+  `gen-${`emulator${tier.replace(/[^A-Za-z0-9]/g, "")}devkey`.padEnd(48, "0").slice(0, 48)}`
+
+/**
+ * The default keys: one per preset tier.
+ *
+ * @since 0.1.0
+ * @category keys
+ */
+export const developmentKeys: ReadonlyArray<KeySpec> = Object.keys(tierQuotas).map((tier) => ({
+  key: developmentKey(tier),
+  tier
+}))
+
+/**
+ * The mutable state of one emulator instance. Handlers touch it only inside synchronous sections, so no
+ * two requests interleave in an update.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class EmulatorState {
+  readonly windowMs: number
+  readonly keys: ReadonlyMap<string, KeySpec>
+  readonly tiers: Readonly<Record<string, Quota>>
+  readonly streamChunkDelayMs: number
+  readonly queueMaxWaitMs: number
+  private readonly windows = new Map<string, SlidingWindow>()
+  private counter = 0
+
+  constructor(options: Options = {}) {
+    this.windowMs = Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1)))
+    this.keys = new Map((options.keys ?? developmentKeys).map((k) => [k.key, k]))
+    this.tiers = { ...tierQuotas, ...options.tiers }
+    this.streamChunkDelayMs = Duration.toMillis(Duration.decode(options.streamChunkDelay ?? Duration.zero))
+    this.queueMaxWaitMs = Duration.toMillis(Duration.decode(options.queueMaxWait ?? Duration.minutes(10)))
+    for (const spec of this.keys.values()) {
+      if (this.tiers[spec.tier] === undefined) throw new Error(`emulator: key tier "${spec.tier}" has no quota`)
+    }
+  }
+
+  /** The limit window of a key and model, created on first use. */
+  window(key: KeySpec, model: string): SlidingWindow {
+    const id = `${key.key}\u0000${model}`
+    let window = this.windows.get(id)
+    if (window === undefined) {
+      window = new SlidingWindow(this.tiers[key.tier]!, this.windowMs)
+      this.windows.set(id, window)
+    }
+    return window
+  }
+
+  /** A fresh sequence number, for ids. */
+  next(): number {
+    return ++this.counter
+  }
+}
