@@ -17,6 +17,8 @@ export * as InferenceHttpClient from "./services/InferenceHttpClient.js"
 
 /** Client configuration. @since 0.1.0 */
 export * as ClientConfig from "./layers/ClientConfig.js"
+/** Client metrics. @since 0.1.0 */
+export * as ClientMetrics from "./layers/ClientMetrics.js"
 /** Retry policy. @since 0.1.0 */
 export * as RetryPolicy from "./layers/RetryPolicy.js"
 /** The HTTP stack behind the transport. @since 0.1.0 */
@@ -27,6 +29,8 @@ export * as Inference from "./layers/Inference.js"
 export * as Node from "./layers/Node.js"
 /** Test doubles. @since 0.1.0 */
 export * as Testing from "./layers/Testing.js"
+/** The local emulator. @since 0.1.0 */
+export * as Emulator from "./emulator/Emulator.js"
 
 /** Typed errors. @since 0.1.0 */
 export * as Errors from "./schemas/Errors.js"

@@ -75,9 +75,9 @@ export const generatePieces = (seed: number, prefix: string, maxTokens: number):
   const random = seeded(seed)
   const pieces: Array<string> = []
   let used = 0
-  const push = (piece: string): boolean => {
+  const push = (piece: string, limit = maxTokens): boolean => {
     const cost = countTokens(piece)
-    if (used + cost > maxTokens) return false
+    if (used + cost > limit) return false
     pieces.push(piece)
     used += cost
     return true
@@ -87,11 +87,12 @@ export const generatePieces = (seed: number, prefix: string, maxTokens: number):
   }
   let sentenceLength = 0
   let capitalise = true
-  while (used < maxTokens) {
+  // one token is kept for the closing full stop
+  while (used < maxTokens - 1) {
     const word = vocabulary[Math.floor(random() * vocabulary.length)]!
     const text = capitalise ? word[0]!.toUpperCase() + word.slice(1) : word
     const joined = pieces.length === 0 || /\s$/.test(pieces[pieces.length - 1]!)
-    if (!push(joined ? text : ` ${text}`)) break
+    if (!push(joined ? text : ` ${text}`, maxTokens - 1)) break
     capitalise = false
     sentenceLength++
     if (sentenceLength >= 6 + Math.floor(random() * 6)) {
@@ -100,6 +101,7 @@ export const generatePieces = (seed: number, prefix: string, maxTokens: number):
       capitalise = true
     }
   }
+  if (pieces.length > 0 && pieces[pieces.length - 1] !== ".") push(".")
   return pieces
 }
 

@@ -18,7 +18,6 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { excerpt, fromHttpClientError, fromResponse, fromStreamError } from "../internal/errors.js"
 import { parseRateLimitInfo, requestId } from "../internal/headers.js"
-import * as Metrics from "../internal/metrics.js"
 import { makeRedactor } from "../internal/redact.js"
 import { decodeEvents } from "../internal/sse.js"
 import { type ApiError, DecodeError, Timeout, TransportError } from "../schemas/Errors.js"
@@ -31,6 +30,7 @@ import {
   type WithResponse
 } from "../services/InferenceHttpClient.js"
 import { ClientConfig } from "./ClientConfig.js"
+import * as Metrics from "./ClientMetrics.js"
 import * as RetryPolicy from "./RetryPolicy.js"
 
 const userAgent = "effect-aifs/0.1.0"

@@ -7,13 +7,16 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Emulator from "../emulator/Emulator.js"
 import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
 import * as ClientConfig from "./ClientConfig.js"
 import * as Inference from "./Inference.js"
 import * as InferenceHttp from "./InferenceHttp.js"
+import * as Node from "./Node.js"
 import * as RetryPolicy from "./RetryPolicy.js"
 
 /**
@@ -167,3 +170,37 @@ export const mock = <I, S extends object>(tag: Context.Tag<I, S>, implementation
       }
     })
   )
+
+/**
+ * Options of `layerEmulator`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LayerEmulatorOptions extends Emulator.ServeOptions {
+  /** Tier of the key the client uses (default `standard4000`). */
+  readonly tier?: string | undefined
+  /** Client configuration besides key and URLs (retries, timeouts). */
+  readonly client?: Partial<ClientConfig.Options> | undefined
+}
+
+/**
+ * The emulator on a loopback port and every inference service configured against it: real sockets, no key,
+ * no network. The emulator stops when the layer's scope closes.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerEmulator = (
+  options: LayerEmulatorOptions = {}
+): Layer.Layer<Node.Services | Emulator.Emulator, HttpServerError.ServeError> => {
+  const client = Layer.unwrapEffect(
+    Effect.map(Emulator.Emulator, (emulator) =>
+      Node.layer({
+        ...options.client,
+        apiKey: emulator.keyFor(options.tier ?? "standard4000") ?? emulator.keys[0]?.key ?? "",
+        baseUrl: emulator.baseUrl
+      }))
+  )
+  return client.pipe(Layer.provideMerge(Emulator.layer(options)))
+}

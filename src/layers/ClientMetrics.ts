@@ -1,28 +1,50 @@
 /**
- * Effect metrics of the client: requests, rate-limit responses met, time spent waiting before retries.
- * @internal
+ * Effect metrics of the inference client: attempts sent (by status), 429s met, retries and the time waited
+ * before them. Read them with `Metric.value`, or export them with your metrics backend.
+ *
+ * @since 0.1.0
  */
 import * as Metric from "effect/Metric"
 
-/** Attempts sent, by outcome. */
+/**
+ * Attempts sent, tagged with the response `status`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const requests = Metric.counter("aifs_client_requests_total", {
   description: "HTTP attempts sent by the inference client",
   incremental: true
 })
 
-/** 429 responses met (before any retry). */
+/**
+ * 429 responses met (each one, retried or not).
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const rateLimited = Metric.counter("aifs_client_rate_limited_total", {
   description: "429 responses met by the inference client",
   incremental: true
 })
 
-/** Retries made. */
+/**
+ * Retries made.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const retries = Metric.counter("aifs_client_retries_total", {
   description: "Retries made by the inference client",
   incremental: true
 })
 
-/** Milliseconds waited before retries. */
+/**
+ * Milliseconds waited before retries.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
 export const retryWaitMillis = Metric.counter("aifs_client_retry_wait_ms_total", {
   description: "Milliseconds the inference client waited before retries",
   incremental: true

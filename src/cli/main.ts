@@ -1,0 +1,154 @@
+/**
+ * The `aifs` command: demo, models, chat, embed, emulator.
+ *
+ * @since 0.1.0
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as Emulator from "../emulator/Emulator.js"
+import { parseDurationInput } from "../internal/duration.js"
+import type { ChatMessage } from "../schemas/Chat.js"
+import * as Chat from "../services/Chat.js"
+import * as Embeddings from "../services/Embeddings.js"
+import * as Models from "../services/Models.js"
+import { demo } from "./demo.js"
+import { client } from "./environment.js"
+
+const write = (text: string) => Effect.sync(() => process.stdout.write(text))
+
+const demoCommand = Command.make("demo", {}, () => demo).pipe(
+  Command.withDescription(
+    "A tour on the embedded emulator: models, streaming, embeddings, errors, a rate-limited burst"
+  )
+)
+
+const modelsCommand = Command.make("models", {}, () =>
+  Effect.gen(function*() {
+    const models = yield* Models.Models
+    const list = yield* models.list()
+    for (const model of list.data) {
+      const meta = model.meta_data
+      yield* Console.log(
+        [model.id, meta?.model_type ?? "", meta?.source_type ?? "", meta?.display_name ?? ""].join("\t")
+      )
+    }
+  }).pipe(Effect.provide(client))).pipe(Command.withDescription("List the models the key can use"))
+
+const modelOption = (fallback: string) =>
+  Options.text("model").pipe(
+    Options.withAlias("m"),
+    Options.withDescription(`Model id (default ${fallback})`),
+    Options.withDefault(fallback)
+  )
+
+const chatCommand = Command.make(
+  "chat",
+  {
+    prompt: Args.text({ name: "PROMPT" }).pipe(Args.withDescription("What to ask")),
+    model: modelOption("Llama-3.3-70B-Instruct"),
+    noStream: Options.boolean("no-stream").pipe(Options.withDescription("Wait for the whole answer")),
+    maxTokens: Options.integer("max-tokens").pipe(Options.optional, Options.withDescription("Most tokens to generate")),
+    system: Options.text("system").pipe(Options.optional, Options.withDescription("A system message"))
+  },
+  ({ maxTokens, model, noStream, prompt, system }) =>
+    Effect.gen(function*() {
+      const chat = yield* Chat.Chat
+      const messages: Array<ChatMessage> = [
+        ...Option.match(system, { onNone: () => [], onSome: (content) => [{ role: "system" as const, content }] }),
+        { role: "user", content: prompt }
+      ]
+      const params = {
+        model,
+        messages,
+        ...Option.match(maxTokens, { onNone: () => ({}), onSome: (max_tokens) => ({ max_tokens }) })
+      }
+      if (noStream) {
+        const answer = yield* chat.create(params)
+        yield* Console.log(answer.text)
+        return
+      }
+      yield* chat.createStream(params).pipe(Stream.runForEach((chunk) => write(chunk.text)))
+      yield* write("\n")
+    }).pipe(Effect.provide(client))
+).pipe(Command.withDescription("Ask a model; the answer streams to stdout"))
+
+const embedCommand = Command.make(
+  "embed",
+  {
+    texts: Args.text({ name: "TEXT" }).pipe(Args.atLeast(1), Args.withDescription("Texts to embed")),
+    model: modelOption("text-embedding-bge-m3")
+  },
+  ({ model, texts }) =>
+    Effect.gen(function*() {
+      const embeddings = yield* Embeddings.Embeddings
+      const result = yield* embeddings.create({ model, input: texts })
+      for (const [i, vector] of result.vectors.entries()) {
+        yield* Console.log(JSON.stringify({ text: texts[i], dimensions: vector.length, embedding: vector }))
+      }
+    }).pipe(Effect.provide(client))
+).pipe(Command.withDescription("Embed texts; one JSON line per text on stdout"))
+
+const durationOption = (name: string, fallback: Duration.Duration, description: string) =>
+  Options.text(name).pipe(
+    Options.withDescription(description),
+    Options.withDefault(Duration.format(fallback).replace(/ /g, "")),
+    Options.mapEffect((text) =>
+      Option.match(parseDurationInput(text), {
+        onNone: () =>
+          Effect.fail(ValidationError.invalidValue(
+            HelpDoc.p(`--${name}: expected a duration such as 30s, 1m30s or "30 seconds", got "${text}"`)
+          )),
+        onSome: Effect.succeed
+      })
+    )
+  )
+
+const emulatorCommand = Command.make(
+  "emulator",
+  {
+    port: Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("Port (0: any free port)")),
+    host: Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Interface to bind")),
+    window: durationOption("window", Duration.minutes(1), "Length of the rate-limit window")
+  },
+  ({ host, port, window }) =>
+    Effect.gen(function*() {
+      if (port < 0 || port > 65535) {
+        return yield* Effect.fail(ValidationError.invalidValue(HelpDoc.p("--port must be from 0 to 65535")))
+      }
+      return yield* Layer.launch(
+        Layer.effectDiscard(
+          Effect.gen(function*() {
+            const emulator = yield* Emulator.Emulator
+            yield* Console.log(`AI Foundation Services emulator listening on ${emulator.url}`)
+            yield* Console.log(`  base URL: ${emulator.baseUrl}  (queue: ${emulator.queueUrl})`)
+            yield* Console.log(`  rate-limit window: ${Duration.format(window)}`)
+            yield* Console.log("  keys (development keys, not secrets):")
+            for (const key of emulator.keys) yield* Console.log(`    ${key.tier.padEnd(14)} ${key.key}`)
+            yield* Console.log("Press Ctrl-C to stop.")
+          })
+        ).pipe(Layer.provide(Emulator.layer({ host, port, window })))
+      )
+    })
+).pipe(Command.withDescription("Run the emulator of the service on a local port"))
+
+const aifs = Command.make("aifs").pipe(
+  Command.withDescription("effect-aifs: AI Foundation Services from the command line (emulator when no key is set)"),
+  Command.withSubcommands([demoCommand, modelsCommand, chatCommand, embedCommand, emulatorCommand])
+)
+
+/**
+ * Parses the arguments (without `node` and the script) and runs the command.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const run = Command.run(aifs, { name: "aifs", version: "0.1.0" })

@@ -1,0 +1,72 @@
+/**
+ * How the CLI reports: one line per failure on stderr, never a stack trace, and the exit codes of
+ * DESIGN.md (0 success, 1 the service or network failed, 2 bad usage).
+ *
+ * @since 0.1.0
+ */
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Cause from "effect/Cause"
+import * as ConfigError from "effect/ConfigError"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import { isApiError } from "../schemas/Errors.js"
+
+/**
+ * A failure the user caused (bad flags, bad input): exit code 2.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class UsageError extends Error {
+  override readonly name = "UsageError"
+}
+
+/**
+ * One line describing a failure.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const describe = (error: unknown): string => {
+  if (isApiError(error)) {
+    const wait = error._tag === "RateLimited" && error.retryAfter !== undefined
+      ? ` (the server asked to wait ${Duration.format(error.retryAfter)})`
+      : ""
+    return `${error._tag}: ${error.message}${wait}`
+  }
+  if (ConfigError.isConfigError(error)) return `configuration: ${String(error).replace(/\s+/g, " ")}`
+  if (error instanceof Error) return `${error.name}: ${error.message}`
+  return String(error)
+}
+
+/**
+ * The exit code of a failure.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const exitCode = (error: unknown): number =>
+  ValidationError.isValidationError(error) || ConfigError.isConfigError(error) || error instanceof UsageError ? 2 : 1
+
+/**
+ * Runs a CLI program: failures become one stderr line and an exit code, defects too (with no stack).
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const handled = <R>(program: Effect.Effect<void, unknown, R>): Effect.Effect<void, never, R> =>
+  program.pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.sync(() => {
+        if (Cause.isInterruptedOnly(cause)) {
+          process.exitCode = 130
+          return
+        }
+        const failure = Cause.failureOption(cause)
+        const error = failure._tag === "Some" ? failure.value : Cause.squash(cause)
+        // @effect/cli has already printed its own help for usage errors
+        if (!ValidationError.isValidationError(error)) process.stderr.write(`aifs: error: ${describe(error)}\n`)
+        process.exitCode = exitCode(error)
+      })
+    )
+  )
