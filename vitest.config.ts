@@ -1,10 +1,14 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
+  resolve: {
+    // examples import the package by name, as its users do
+    alias: { "effect-aifs": fileURLToPath(new URL("./src/index.ts", import.meta.url)) }
+  },
   test: {
-    include: ["test/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     testTimeout: 30_000,
-    hookTimeout: 30_000,
-    sequence: { concurrent: false }
+    hookTimeout: 30_000
   }
 })
