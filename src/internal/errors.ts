@@ -170,6 +170,8 @@ export const fromResponse = (response: FailedResponse): ApiError => {
   if (status === 402) return new QuotaExceeded(fields)
   if (status === 429) {
     if (isQuotaExhausted(body)) return new QuotaExceeded(fields)
+    // larger than the whole quota: no wait can make it pass, so it must not be retried
+    if (/request too large/i.test(body.message)) return new BadRequest(fields)
     const retryAfter = Option.getOrUndefined(rateLimit.serverWait) ?? retryAfterFromMessage(body.message)
     return new RateLimited(retryAfter === undefined ? fields : { ...fields, retryAfter })
   }
@@ -239,6 +241,9 @@ export const fromStreamError = (
   const text = JSON.stringify(payload)
   const parsed = parseErrorBody(500, text)
   const code = parsed.code !== undefined && /^\d{3}$/.test(parsed.code) ? Number(parsed.code) : undefined
-  const status = code ?? (parsed.errorType === "rate_limit_error" || parsed.code === "rate_limit_exceeded" ? 429 : 500)
+  const status = code ??
+    (isQuotaExhausted(parsed) || parsed.errorType === "rate_limit_error" || parsed.code === "rate_limit_exceeded"
+      ? 429
+      : 500)
   return fromResponse({ status, body: text, ...context })
 }

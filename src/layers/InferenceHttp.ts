@@ -12,9 +12,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import * as Stream from "effect/Stream"
 import { excerpt, fromHttpClientError, fromResponse, fromStreamError } from "../internal/errors.js"
 import { parseRateLimitInfo, requestId } from "../internal/headers.js"
@@ -127,8 +130,9 @@ export const make: Effect.Effect<
     options.retry === false ? effect : Effect.retry(
       effect,
       policy.schedule.pipe(
-        Schedule.tapOutput((wait) =>
-          Effect.zipRight(
+        // onDecision, not tapOutput: the final "give up" decision is not a retry
+        Schedule.onDecision((wait, decision) =>
+          ScheduleDecision.isDone(decision) ? Effect.void : Effect.zipRight(
             Effect.all([
               Metric.increment(Metrics.retries),
               Metric.incrementBy(Metrics.retryWaitMillis, Duration.toMillis(wait))
@@ -154,7 +158,9 @@ export const make: Effect.Effect<
           Schema.decodeUnknown(schema)(json, { onExcessProperty: "ignore" }).pipe(
             Effect.mapError((error) =>
               failure(
-                `response did not match ${schemaName(schema)}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+                redact(
+                  `response did not match ${schemaName(schema)}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+                )
               )
             )
           )
@@ -240,7 +246,8 @@ export const make: Effect.Effect<
               })
           })
           if (event.event === "error" || isErrorPayload(data)) {
-            return yield* Effect.fail(fromStreamError(data, context))
+            // the server may echo the key in the message: map the redacted payload
+            return yield* Effect.fail(fromStreamError(JSON.parse(redact(event.data)), context))
           }
           return yield* decodeBody(schema, event.data, meta, endpoint)
         })
@@ -270,9 +277,12 @@ const isErrorPayload = (data: unknown): boolean =>
   (data as { error: unknown }).error !== null
 
 const schemaName = (schema: Schema.Schema.Any): string => {
-  const id = schema.ast.annotations[Symbol.for("effect/annotation/Identifier")] ??
-    schema.ast.annotations[Symbol.for("effect/annotation/Title")]
-  return typeof id === "string" ? id : "its schema"
+  // a Schema.Class is a Transformation whose identifier sits on its type side
+  const ast = SchemaAST.typeAST(schema.ast)
+  return Option.getOrElse(
+    Option.orElse(SchemaAST.getIdentifierAnnotation(ast), () => SchemaAST.getTitleAnnotation(ast)),
+    () => "its schema"
+  )
 }
 
 /**

@@ -194,11 +194,13 @@ export interface LayerEmulatorOptions extends Emulator.ServeOptions {
 export const layerEmulator = (
   options: LayerEmulatorOptions = {}
 ): Layer.Layer<Node.Services | Emulator.Emulator, HttpServerError.ServeError> => {
+  const tier = options.tier ?? "standard4000"
   const client = Layer.unwrapEffect(
     Effect.map(Emulator.Emulator, (emulator) =>
       Node.layer({
+        ...(tier === "basic" || tier === "standard4000" ? { tier } : {}),
         ...options.client,
-        apiKey: emulator.keyFor(options.tier ?? "standard4000") ?? emulator.keys[0]?.key ?? "",
+        apiKey: emulator.keyFor(tier) ?? emulator.keys[0]?.key ?? "",
         baseUrl: emulator.baseUrl
       }))
   )

@@ -29,7 +29,8 @@ const responseFields = {
 const statusFields = { ...responseFields, status: Schema.Number }
 
 /**
- * 400: the request was malformed.
+ * 400 (and 4xx without a tag of their own, and a 429 "Request too large" that no wait can cure): the request
+ * cannot succeed as it is.
  *
  * @since 0.1.0
  * @category errors
@@ -94,7 +95,7 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", statusF
 }
 
 /**
- * 422 (and other 4xx): the body failed the server's validation; `issues` lists where.
+ * 422: the body failed the server's validation; `issues` lists where.
  *
  * @since 0.1.0
  * @category errors

@@ -98,7 +98,6 @@ export const layer: Layer.Layer<Chat, never, InferenceHttpClient> = Layer.effect
 interface ChoiceAccumulator {
   role: string
   content: string
-  sawContent: boolean
   reasoning: string
   refusal: string
   toolCalls: Map<number, { id: string; type: string; name: string; arguments: string }>
@@ -127,7 +126,6 @@ export const foldChunks = (chunks: Iterable<ChatCompletionChunk>): ChatCompletio
         acc = {
           role: "assistant",
           content: "",
-          sawContent: false,
           reasoning: "",
           refusal: "",
           toolCalls: new Map(),
@@ -137,10 +135,7 @@ export const foldChunks = (chunks: Iterable<ChatCompletionChunk>): ChatCompletio
       }
       const delta = choice.delta
       if (delta.role) acc.role = delta.role
-      if (typeof delta.content === "string") {
-        acc.content += delta.content
-        acc.sawContent = true
-      }
+      if (delta.content) acc.content += delta.content
       if (delta.reasoning_content) acc.reasoning += delta.reasoning_content
       if (delta.refusal) acc.refusal += delta.refusal
       for (const piece of delta.tool_calls ?? []) {
@@ -162,7 +157,8 @@ export const foldChunks = (chunks: Iterable<ChatCompletionChunk>): ChatCompletio
     }))
     const message: ChatCompletionMessage = {
       role: acc.role,
-      content: acc.sawContent || toolCalls.length === 0 ? acc.content : null,
+      // a tool-call-only answer has content null, even when the stream opened with content ""
+      content: acc.content !== "" || toolCalls.length === 0 ? acc.content : null,
       ...(acc.reasoning ? { reasoning_content: acc.reasoning } : {}),
       ...(acc.refusal ? { refusal: acc.refusal } : {}),
       ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {})

@@ -1,0 +1,180 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import * as Redacted from "effect/Redacted"
+import * as ClientConfig from "../../src/layers/ClientConfig.js"
+import * as Testing from "../../src/layers/Testing.js"
+import { listModels, modelListBody, recorder } from "./helpers.js"
+
+const provider = (env: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(env)))
+
+const fromEnv = (env: Record<string, string>) =>
+  ClientConfig.ClientConfig.pipe(
+    Effect.provide(ClientConfig.layerFromEnv),
+    Effect.withConfigProvider(provider(env))
+  )
+
+const key = "gen-" + "a".repeat(48)
+
+describe("ClientConfig.layerFromEnv", () => {
+  it.effect("reads the key and fills in the defaults", () =>
+    Effect.gen(function*() {
+      const config = yield* fromEnv({ AIFS_API_KEY: key })
+      assert.strictEqual(Redacted.value(config.apiKey), key)
+      assert.strictEqual(config.baseUrl, "https://llm-server.llmhub.t-systems.net/v2")
+      assert.strictEqual(config.v1Url, "https://llm-server.llmhub.t-systems.net/v1")
+      assert.strictEqual(config.queueUrl, "https://llm-server.llmhub.t-systems.net/queue")
+      assert.strictEqual(config.apiVersion, "1.1.0")
+      assert.strictEqual(config.tier, "basic")
+      assert.strictEqual(config.maxRetries, 6)
+      assert.strictEqual(Duration.toMillis(config.timeout), 600_000)
+      assert.strictEqual(Duration.toMillis(config.streamIdleTimeout), 120_000)
+    }))
+
+  it.effect("works through Layer.setConfigProvider", () =>
+    Effect.gen(function*() {
+      const config = yield* ClientConfig.ClientConfig.pipe(
+        Effect.provide(ClientConfig.layerFromEnv.pipe(Layer.provide(Layer.setConfigProvider(provider({
+          AIFS_API_KEY: key,
+          AIFS_TIER: "standard4000"
+        })))))
+      )
+      assert.strictEqual(config.tier, "standard4000")
+    }))
+
+  it.effect("a missing AIFS_API_KEY is a ConfigError naming it", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(fromEnv({ AIFS_BASE_URL: "http://localhost:8080/v2" }))
+      assert.isTrue(Exit.isFailure(exit))
+      if (!Exit.isFailure(exit)) return
+      const error = Cause.failureOption(exit.cause)
+      assert.isTrue(error._tag === "Some" && ConfigError.isConfigError(error.value))
+      if (error._tag !== "Some") return
+      assert.include(String(error.value), "AIFS_API_KEY")
+      assert.include(Cause.pretty(exit.cause), "AIFS_API_KEY")
+      assert.isTrue(ConfigError.isMissingData(error.value))
+    }))
+
+  it.effect("derives the v1 and queue URLs from the origin of AIFS_BASE_URL", () =>
+    Effect.gen(function*() {
+      const config = yield* fromEnv({ AIFS_API_KEY: key, AIFS_BASE_URL: "http://localhost:8080/v2/" })
+      assert.strictEqual(config.baseUrl, "http://localhost:8080/v2")
+      assert.strictEqual(config.v1Url, "http://localhost:8080/v1")
+      assert.strictEqual(config.queueUrl, "http://localhost:8080/queue")
+    }))
+
+  it.effect("AIFS_V1_URL and AIFS_QUEUE_URL override the derived URLs", () =>
+    Effect.gen(function*() {
+      const config = yield* fromEnv({
+        AIFS_API_KEY: key,
+        AIFS_BASE_URL: "http://localhost:8080/v2",
+        AIFS_V1_URL: "https://vectors.example.com/v1/",
+        AIFS_QUEUE_URL: "https://queue.example.com/queue"
+      })
+      assert.strictEqual(config.v1Url, "https://vectors.example.com/v1")
+      assert.strictEqual(config.queueUrl, "https://queue.example.com/queue")
+      assert.strictEqual(config.baseUrl, "http://localhost:8080/v2")
+    }))
+
+  it.each([
+    ["30s", 30_000],
+    ["1m30s", 90_000],
+    ["30 seconds", 30_000],
+    ["45", 45_000]
+  ])("AIFS_TIMEOUT=%s is %d ms", (text, expected) =>
+    Effect.gen(function*() {
+      const config = yield* fromEnv({ AIFS_API_KEY: key, AIFS_TIMEOUT: text, AIFS_STREAM_IDLE_TIMEOUT: text })
+      assert.strictEqual(Duration.toMillis(config.timeout), expected)
+      assert.strictEqual(Duration.toMillis(config.streamIdleTimeout), expected)
+    }).pipe(Effect.runSync))
+
+  it.effect("AIFS_TIMEOUT=soon is rejected, naming the variable", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(fromEnv({ AIFS_API_KEY: key, AIFS_TIMEOUT: "soon" }))
+      assert.isTrue(ConfigError.isConfigError(error))
+      assert.include(String(error), "AIFS_TIMEOUT")
+      assert.include(String(error), "soon")
+    }))
+
+  it.effect("reads the other variables and validates them", () =>
+    Effect.gen(function*() {
+      const config = yield* fromEnv({
+        AIFS_API_KEY: key,
+        AIFS_API_VERSION: "1.0.0",
+        AIFS_TIER: "standard4000",
+        AIFS_MAX_RETRIES: "3"
+      })
+      assert.strictEqual(config.apiVersion, "1.0.0")
+      assert.strictEqual(config.tier, "standard4000")
+      assert.strictEqual(config.maxRetries, 3)
+      for (
+        const bad of [
+          { AIFS_MAX_RETRIES: "101" },
+          { AIFS_MAX_RETRIES: "-1" },
+          { AIFS_MAX_RETRIES: "many" },
+          { AIFS_TIER: "gold" },
+          { AIFS_API_VERSION: "2.0.0" }
+        ]
+      ) {
+        const error = yield* Effect.flip(fromEnv({ AIFS_API_KEY: key, ...bad }))
+        assert.include(String(error), Object.keys(bad)[0]!)
+      }
+    }))
+
+  it.effect("layerConfig takes any Config values", () =>
+    Effect.gen(function*() {
+      const config = yield* ClientConfig.ClientConfig.pipe(
+        Effect.provide(ClientConfig.layerConfig({
+          apiKey: Config.redacted("MY_KEY"),
+          baseUrl: Config.succeed("http://emulator:4000/v2"),
+          maxRetries: Config.integer("MY_RETRIES")
+        })),
+        Effect.withConfigProvider(provider({ MY_KEY: "k-1", MY_RETRIES: "2" }))
+      )
+      assert.strictEqual(config.maxRetries, 2)
+      assert.strictEqual(config.v1Url, "http://emulator:4000/v1")
+      assert.strictEqual(Redacted.value(config.apiKey), "k-1")
+    }))
+})
+
+describe("ClientConfig.make", () => {
+  it("wraps a plain key in Redacted and keeps a Redacted one", () => {
+    const plain = ClientConfig.make({ apiKey: "secret-key" })
+    assert.isTrue(Redacted.isRedacted(plain.apiKey))
+    assert.strictEqual(Redacted.value(plain.apiKey), "secret-key")
+    const wrapped = Redacted.make("other-key")
+    assert.strictEqual(ClientConfig.make({ apiKey: wrapped }).apiKey, wrapped)
+  })
+
+  it("derives v1 and queue from the origin, dropping the path", () => {
+    const config = ClientConfig.make({ apiKey: "k", baseUrl: "https://host.example.com:8443/v2///" })
+    assert.strictEqual(config.baseUrl, "https://host.example.com:8443/v2")
+    assert.strictEqual(config.v1Url, "https://host.example.com:8443/v1")
+    assert.strictEqual(config.queueUrl, "https://host.example.com:8443/queue")
+  })
+
+  it("accepts durations in any Effect form", () => {
+    const config = ClientConfig.make({ apiKey: "k", timeout: "5 seconds", streamIdleTimeout: 1_000 })
+    assert.strictEqual(Duration.toMillis(config.timeout), 5_000)
+    assert.strictEqual(Duration.toMillis(config.streamIdleTimeout), 1_000)
+  })
+})
+
+describe("the configured bases are used by the transport", () => {
+  it.effect("requests go to AIFS_BASE_URL", () =>
+    Effect.gen(function*() {
+      const rec = yield* recorder(() => ({ body: modelListBody }))
+      yield* listModels.pipe(
+        Effect.provide(Testing.layerHttp(rec.handler, { config: { baseUrl: "http://localhost:9999/custom/v2/" } }))
+      )
+      const request = yield* Queue.take(rec.calls)
+      assert.strictEqual(request.url.href, "http://localhost:9999/custom/v2/models")
+    }))
+})

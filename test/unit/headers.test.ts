@@ -1,0 +1,337 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as FastCheck from "effect/FastCheck"
+import * as Option from "effect/Option"
+import {
+  parseDurationInput,
+  parseGoDurationMillis,
+  parseResetMillis,
+  parseSecondsMillis
+} from "../../src/internal/duration.js"
+import { parseCount, parseRateLimitInfo, parseReset, parseRetryAfter, requestId } from "../../src/internal/headers.js"
+import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
+
+const millis = (d: Duration.Duration | undefined): number | undefined =>
+  d === undefined ? undefined : Duration.toMillis(d)
+
+const now = Date.parse("2025-01-15T12:00:00Z")
+
+describe("duration parsing", () => {
+  it.each([
+    ["3s", 3_000],
+    ["1s", 1_000],
+    ["20s", 20_000],
+    ["6m0s", 360_000],
+    ["12ms", 12],
+    ["1h4m48s", 3_888_000],
+    ["23m16.298s", 1_396_298],
+    ["0s", 0],
+    ["0", 0],
+    ["1.5s", 1_500],
+    ["2h", 7_200_000],
+    ["1m30s", 90_000],
+    ["500us", 0.5],
+    [" 3s ", 3_000]
+  ])("Go duration %s is %d ms", (input, expected) => {
+    const parsed = parseGoDurationMillis(input)
+    assert.isTrue(Option.isSome(parsed))
+    assert.closeTo(Option.getOrThrow(parsed), expected, 1e-6)
+  })
+
+  it.each(["-1", "-3s", "", "s", "3", "3x", "soon", "3 s", "1.2.3s", "Dynamic Shared Quota"])(
+    "%j is not a Go duration",
+    (input) => {
+      assert.isTrue(Option.isNone(parseGoDurationMillis(input)))
+    }
+  )
+
+  it.each([
+    ["20", 20_000],
+    ["1.5", 1_500],
+    ["0", 0],
+    ["60", 60_000]
+  ])("bare seconds %s are %d ms", (input, expected) => {
+    assert.deepStrictEqual(parseSecondsMillis(input), Option.some(expected))
+  })
+
+  it.each(["-1", "-0.5", "abc", "", "1e3", "3s"])("%j is not a number of seconds", (input) => {
+    assert.isTrue(Option.isNone(parseSecondsMillis(input)))
+  })
+
+  it.each([
+    ["3s", 3_000],
+    ["20", 20_000],
+    ["1.5", 1_500],
+    ["0", 0],
+    ["6m0s", 360_000]
+  ])("a reset value %s is %d ms (Go duration or bare seconds)", (input, expected) => {
+    assert.deepStrictEqual(parseResetMillis(input), Option.some(expected))
+  })
+
+  it("the -1 sentinel is no reset", () => {
+    assert.isTrue(Option.isNone(parseResetMillis("-1")))
+  })
+
+  it.each([
+    ["30s", 30_000],
+    ["1m30s", 90_000],
+    ["30 seconds", 30_000],
+    ["500 millis", 500],
+    ["2 minutes", 120_000],
+    ["30", 30_000]
+  ])("user duration %j is %d ms", (input, expected) => {
+    const parsed = parseDurationInput(input)
+    assert.isTrue(Option.isSome(parsed))
+    assert.strictEqual(Duration.toMillis(Option.getOrThrow(parsed)), expected)
+  })
+
+  it.each(["soon", "", "30 fortnights", "-5s", "seconds"])("user duration %j is rejected", (input) => {
+    assert.isTrue(Option.isNone(parseDurationInput(input)))
+  })
+})
+
+describe("parseCount", () => {
+  it.each([
+    ["19", 19],
+    ["18740", 18740],
+    ["0", 0],
+    [" 600 ", 600]
+  ])("%j is %d", (input, expected) => {
+    assert.strictEqual(parseCount(input), expected)
+  })
+
+  it.each([["Dynamic Shared Quota"], ["-1"], ["1.5"], [""], ["12abc"], ["99999999999999999999"]])(
+    "%j is undefined",
+    (input) => {
+      assert.strictEqual(parseCount(input), undefined)
+    }
+  )
+
+  it("a missing header is undefined", () => {
+    assert.strictEqual(parseCount(undefined), undefined)
+  })
+})
+
+describe("parseRetryAfter", () => {
+  it("reads seconds", () => {
+    assert.strictEqual(millis(parseRetryAfter(undefined, "2", now)), 2_000)
+    assert.strictEqual(millis(parseRetryAfter(undefined, "1.5", now)), 1_500)
+    assert.strictEqual(millis(parseRetryAfter(undefined, "0", now)), 0)
+  })
+
+  it("reads retry-after-ms, which wins over retry-after", () => {
+    assert.strictEqual(millis(parseRetryAfter("1500", undefined, now)), 1_500)
+    assert.strictEqual(millis(parseRetryAfter("250", "20", now)), 250)
+  })
+
+  it("falls back to retry-after when retry-after-ms is malformed", () => {
+    assert.strictEqual(millis(parseRetryAfter("soon", "20", now)), 20_000)
+  })
+
+  it("reads an HTTP date relative to now", () => {
+    const date = new Date(now + 30_000).toUTCString()
+    assert.strictEqual(millis(parseRetryAfter(undefined, date, now)), 30_000)
+    assert.strictEqual(millis(parseRetryAfter(undefined, "Wed, 15 Jan 2025 12:01:30 GMT", now)), 90_000)
+  })
+
+  it("an HTTP date in the past is no wait", () => {
+    assert.strictEqual(millis(parseRetryAfter(undefined, "Wed, 15 Jan 2025 11:00:00 GMT", now)), 0)
+  })
+
+  it.each(["-1", "soon", "", "Not a date at all", "3s"])("%j is ignored", (input) => {
+    assert.strictEqual(parseRetryAfter(undefined, input, now), undefined)
+  })
+
+  it("missing headers give undefined", () => {
+    assert.strictEqual(parseRetryAfter(undefined, undefined, now), undefined)
+  })
+})
+
+describe("parseRateLimitInfo", () => {
+  it("reads the documented headers of a proprietary model", () => {
+    const info = parseRateLimitInfo({
+      "x-ratelimit-limit-requests": "20",
+      "x-ratelimit-limit-tokens": "18750",
+      "x-ratelimit-remaining-requests": "19",
+      "x-ratelimit-remaining-tokens": "18740",
+      "x-ratelimit-reset-requests": "3s",
+      "x-ratelimit-reset-tokens": "6m0s"
+    }, now)
+    assert.strictEqual(info.limitRequests, 20)
+    assert.strictEqual(info.limitTokens, 18750)
+    assert.strictEqual(info.remainingRequests, 19)
+    assert.strictEqual(info.remainingTokens, 18740)
+    assert.strictEqual(millis(info.resetRequests), 3_000)
+    assert.strictEqual(millis(info.resetTokens), 360_000)
+    assert.strictEqual(info.retryAfter, undefined)
+    assert.strictEqual(info.observedAt, now)
+    assert.isTrue(info.hasLimitHeaders)
+    // the later of the two resets
+    assert.deepStrictEqual(Option.map(info.serverWait, Duration.toMillis), Option.some(360_000))
+  })
+
+  it("reads every reset format", () => {
+    const cases: ReadonlyArray<readonly [string, number | undefined]> = [
+      ["1s", 1_000],
+      ["6m0s", 360_000],
+      ["12ms", 12],
+      ["20s", 20_000],
+      ["1h4m48s", 3_888_000],
+      ["23m16.298s", 1_396_298],
+      ["20", 20_000],
+      ["1.5", 1_500],
+      ["0", 0],
+      ["-1", undefined],
+      ["garbage", undefined]
+    ]
+    for (const [value, expected] of cases) {
+      const info = parseRateLimitInfo({ "x-ratelimit-reset-tokens": value }, now)
+      const got = millis(info.resetTokens)
+      if (expected === undefined) assert.strictEqual(got, undefined, value)
+      else assert.closeTo(got!, expected, 1e-6, value)
+    }
+  })
+
+  it("\"Dynamic Shared Quota\" as a limit is left out", () => {
+    const info = parseRateLimitInfo({
+      "x-ratelimit-limit-requests": "Dynamic Shared Quota",
+      "x-ratelimit-limit-tokens": "Dynamic Shared Quota"
+    }, now)
+    assert.strictEqual(info.limitRequests, undefined)
+    assert.strictEqual(info.limitTokens, undefined)
+    assert.isFalse(info.hasLimitHeaders)
+  })
+
+  it("no headers give an empty record (open-source models)", () => {
+    const info = parseRateLimitInfo({}, now)
+    assert.deepStrictEqual(info, RateLimitInfo.empty(now))
+    assert.isFalse(info.hasLimitHeaders)
+    assert.isTrue(Option.isNone(info.serverWait))
+  })
+
+  it("serverWait is the latest of retry-after and the resets", () => {
+    const info = parseRateLimitInfo({
+      "retry-after": "10",
+      "x-ratelimit-reset-requests": "3s",
+      "x-ratelimit-reset-tokens": "5s"
+    }, now)
+    assert.deepStrictEqual(Option.map(info.serverWait, Duration.toMillis), Option.some(10_000))
+    const info2 = parseRateLimitInfo({ "retry-after-ms": "1200", "x-ratelimit-reset-requests": "3s" }, now)
+    assert.strictEqual(millis(info2.retryAfter), 1_200)
+    assert.deepStrictEqual(Option.map(info2.serverWait, Duration.toMillis), Option.some(3_000))
+  })
+
+  it("parseReset leaves a missing header undefined", () => {
+    assert.strictEqual(parseReset(undefined), undefined)
+    assert.strictEqual(millis(parseReset("3s")), 3_000)
+  })
+
+  it("requestId reads x-request-id first, then the other usual headers", () => {
+    assert.strictEqual(requestId({ "x-request-id": "req-1", "request-id": "req-2" }), "req-1")
+    assert.strictEqual(requestId({ "request-id": "req-2" }), "req-2")
+    assert.strictEqual(requestId({ "apim-request-id": "req-3" }), "req-3")
+    assert.strictEqual(requestId({ "x-request-id": "" }), undefined)
+    assert.strictEqual(requestId({}), undefined)
+  })
+})
+
+describe("header parsing properties", () => {
+  const headerNames = [
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-limit-tokens",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-remaining-tokens",
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-reset-tokens",
+    "retry-after",
+    "retry-after-ms"
+  ] as const
+
+  it("arbitrary header values never throw and give a RateLimitInfo of sane values", () => {
+    const value = FastCheck.oneof(
+      FastCheck.string(),
+      FastCheck.string({ unit: FastCheck.constantFrom(..."0123456789.-hms µ") }),
+      FastCheck.date({ noInvalidDate: true }).map((d) => d.toUTCString())
+    )
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.record(Object.fromEntries(headerNames.map((name) => [name, value])), { requiredKeys: [] }),
+        FastCheck.integer({ min: 0, max: 4_102_444_800_000 }),
+        (headers, at) => {
+          const info = parseRateLimitInfo(headers as Record<string, string>, at)
+          assert.instanceOf(info, RateLimitInfo)
+          for (const count of [info.limitRequests, info.limitTokens, info.remainingRequests, info.remainingTokens]) {
+            if (count !== undefined) assert.isTrue(Number.isSafeInteger(count) && count >= 0)
+          }
+          for (const d of [info.resetRequests, info.resetTokens, info.retryAfter]) {
+            if (d !== undefined) {
+              const ms = Duration.toMillis(d)
+              assert.isTrue(ms >= 0, `negative wait ${ms}`)
+            }
+          }
+        }
+      )
+    )
+  })
+
+  it("generated Go durations round-trip to their milliseconds", () => {
+    const component = FastCheck.option(FastCheck.integer({ min: 0, max: 10_000 }), { nil: undefined })
+    const fraction = FastCheck.option(FastCheck.integer({ min: 0, max: 999 }), { nil: undefined })
+    FastCheck.assert(
+      FastCheck.property(
+        component,
+        component,
+        component,
+        fraction,
+        component,
+        (h, m, s, sFraction, ms) => {
+          if (h === undefined && m === undefined && s === undefined && ms === undefined) return
+          let text = ""
+          let expected = 0
+          if (h !== undefined) {
+            text += `${h}h`
+            expected += h * 3_600_000
+          }
+          if (m !== undefined) {
+            text += `${m}m`
+            expected += m * 60_000
+          }
+          if (s !== undefined) {
+            const frac = sFraction === undefined ? "" : `.${String(sFraction).padStart(3, "0")}`
+            text += `${s}${frac}s`
+            expected += s * 1_000 + (sFraction ?? 0)
+          }
+          if (ms !== undefined) {
+            text += `${ms}ms`
+            expected += ms
+          }
+          const parsed = parseGoDurationMillis(text)
+          assert.isTrue(Option.isSome(parsed), text)
+          assert.closeTo(Option.getOrThrow(parsed), expected, 1e-6, text)
+          // and the same value read as a reset header
+          const info = parseRateLimitInfo({ "x-ratelimit-reset-requests": text }, 0)
+          assert.closeTo(Duration.toMillis(info.resetRequests!), expected, 1e-6, text)
+        }
+      )
+    )
+  })
+
+  it("arbitrary non-negative integers parse exactly as counts", () => {
+    FastCheck.assert(
+      FastCheck.property(FastCheck.maxSafeNat(), (n) => {
+        assert.strictEqual(parseCount(String(n)), n)
+        const info = parseRateLimitInfo({ "x-ratelimit-remaining-tokens": String(n) }, 0)
+        assert.strictEqual(info.remainingTokens, n)
+      })
+    )
+  })
+
+  it("negative integers are never counts", () => {
+    FastCheck.assert(
+      FastCheck.property(FastCheck.integer({ min: -1_000_000, max: -1 }), (n) => {
+        assert.strictEqual(parseCount(String(n)), undefined)
+        assert.isTrue(Option.isNone(parseResetMillis(String(n))))
+      })
+    )
+  })
+})
