@@ -155,7 +155,7 @@ export const demo = Effect.gen(function*() {
   yield* Effect.all([listModels, streamChat, embedTexts, typedError, burst], { discard: true }).pipe(
     Effect.provide(Node.layer({ apiKey: emulator.keyFor("basic") ?? "", baseUrl: emulator.baseUrl }))
   )
-  yield* Console.log("\nDone. Try: npx aifs chat \"Hello\" --model gpt-4o, or read README.md.")
+  yield* Console.log("\nDone. Try: npm run aifs -- chat \"Hello\" --model gpt-4o, or read README.md.")
 }).pipe(
   Effect.provide(Layer.orDie(Emulator.layer({ window: demoWindow, streamChunkDelay: Duration.millis(25) })))
 )

@@ -114,17 +114,19 @@ export const make: Effect.Effect<
       )
     )
 
-  const totalTimeout = (endpoint: string) =>
-    Effect.timeoutFail({
-      duration: config.timeout,
+  const totalTimeout = (endpoint: string, options: RequestOptions) => {
+    const after = options.timeout === undefined ? config.timeout : Duration.decode(options.timeout)
+    return Effect.timeoutFail({
+      duration: after,
       onTimeout: () =>
         new Timeout({
-          message: `no complete response within ${Duration.format(config.timeout)}`,
+          message: `no complete response within ${Duration.format(after)}`,
           endpoint,
           timeout: "total",
-          after: config.timeout
+          after
         })
     })
+  }
 
   const retrying = <A>(effect: Effect.Effect<A, ApiError>, options: RequestOptions): Effect.Effect<A, ApiError> =>
     options.retry === false ? effect : Effect.retry(
@@ -183,7 +185,7 @@ export const make: Effect.Effect<
           Effect.map((value) => ({ value, response: meta }))
         )
       ),
-      totalTimeout(endpoint)
+      totalTimeout(endpoint, options)
     )
     return retrying(attempt, options)
   }
@@ -191,7 +193,8 @@ export const make: Effect.Effect<
   const open = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions) => {
     const prepared = prepare(request, options, "text/event-stream")
     const endpoint = `${prepared.method} ${pathOf(prepared.url)}`
-    return retrying(totalTimeout(endpoint)(send(prepared, endpoint)), options).pipe(
+    const idle = options.idleTimeout === undefined ? config.streamIdleTimeout : Duration.decode(options.idleTimeout)
+    return retrying(totalTimeout(endpoint, options)(send(prepared, endpoint)), options).pipe(
       Effect.map(([response, meta]) => ({
         endpoint,
         meta,
@@ -201,12 +204,12 @@ export const make: Effect.Effect<
             Stream.timeoutFail(
               () =>
                 new Timeout({
-                  message: `stream idle for ${Duration.format(config.streamIdleTimeout)}`,
+                  message: `stream idle for ${Duration.format(idle)}`,
                   endpoint,
                   timeout: "idle",
-                  after: config.streamIdleTimeout
+                  after: idle
                 }),
-              config.streamIdleTimeout
+              idle
             )
           ),
           endpoint

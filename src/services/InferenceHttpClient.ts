@@ -8,6 +8,7 @@ import type * as Headers from "@effect/platform/Headers"
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
@@ -34,8 +35,15 @@ export interface RequestOptions {
   readonly base?: Base | undefined
   /** The model the request is for (rate limits are per model). */
   readonly model?: string | undefined
-  /** Set to `false` for requests that must not be sent twice. */
+  /** Set to `false` for requests that must not be sent twice (or whose body is a one-shot stream). */
   readonly retry?: boolean | undefined
+  /**
+   * Time limit of one attempt, overriding the configured `timeout` (for streams: until the response
+   * starts, the time to first byte; queue routes want a long one).
+   */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Longest silence between stream chunks, overriding the configured `streamIdleTimeout`. */
+  readonly idleTimeout?: Duration.DurationInput | undefined
 }
 
 /**
