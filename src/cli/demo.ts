@@ -1,7 +1,8 @@
 /**
  * `aifs demo` (`npm start`): a tour on the embedded emulator. Lists models, streams a chat answer, embeds
- * two texts, handles a typed error, and fires a burst of 30 requests on a basic-tier key that all succeed
- * because the client waits exactly as long as the rate-limit headers say.
+ * two texts, handles a typed error, and fires a burst of 30 requests on a basic-tier key twice: with retries
+ * alone (it meets 429s and waits exactly as long as the rate-limit headers say) and with the proactive rate
+ * limiter (it meets none).
  *
  * @since 0.1.0
  */
@@ -22,7 +23,7 @@ import * as Models from "../services/Models.js"
 /** The demo emulator's window: short, so that the burst's waits take seconds. */
 const demoWindow = Duration.seconds(5)
 const chatModel = "Llama-3.3-70B-Instruct"
-const burstModel = "gpt-4.1"
+const burstModels = ["gpt-4o", "gpt-4.1"] as const
 const burstSize = 30
 
 const write = (text: string) => Effect.sync(() => process.stdout.write(text))
@@ -112,36 +113,53 @@ const typedError = Effect.gen(function*() {
   yield* Console.log(`   ${answer.model}: ${answer.text}`)
 })
 
-const burst = Effect.gen(function*() {
-  const chat = yield* Chat.Chat
-  yield* heading(
-    `5. A burst of ${burstSize} requests on a basic-tier key (20 requests per ${Duration.format(demoWindow)} window)`
-  )
-  const met429Before = yield* counter(ClientMetrics.rateLimited)
-  const waitedBefore = yield* counter(ClientMetrics.retryWaitMillis)
-  const start = yield* Clock.currentTimeMillis
-  const results = yield* Effect.forEach(
-    Array.from({ length: burstSize }, (_, i) => i),
-    (i) =>
-      chat.createWithResponse({
-        model: burstModel,
-        messages: [{ role: "user", content: `Request ${i + 1}: say something short.` }],
-        max_tokens: 16
-      }),
-    { concurrency: "unbounded" }
-  )
-  const elapsed = (yield* Clock.currentTimeMillis) - start
-  const met429 = (yield* counter(ClientMetrics.rateLimited)) - met429Before
-  const waited = (yield* counter(ClientMetrics.retryWaitMillis)) - waitedBefore
-  const last = results[results.length - 1]?.response.rateLimit
-  yield* Console.log(`   ${results.length}/${burstSize} succeeded in ${(elapsed / 1000).toFixed(1)} s`)
-  yield* Console.log(
-    `   429s met: ${met429}; each was retried after the server's reset (${(waited / 1000).toFixed(1)} s waited in all)`
-  )
-  yield* Console.log(
-    `   last response: ${last?.remainingRequests} of ${last?.limitRequests} requests left in the window`
-  )
-})
+/** Fires the burst through whatever client is provided and reports what it met. */
+const burst = (model: string) =>
+  Effect.gen(function*() {
+    const chat = yield* Chat.Chat
+    const met429Before = yield* counter(ClientMetrics.rateLimited)
+    const waitedBefore = yield* counter(ClientMetrics.retryWaitMillis)
+    const limiterWaitBefore = yield* counter(ClientMetrics.limiterWaitMillis)
+    const start = yield* Clock.currentTimeMillis
+    const results = yield* Effect.forEach(
+      Array.from({ length: burstSize }, (_, i) => i),
+      (i) =>
+        chat.createWithResponse({
+          model,
+          messages: [{ role: "user", content: `Request ${i + 1}: say something short.` }],
+          max_tokens: 16
+        }),
+      { concurrency: "unbounded" }
+    )
+    const elapsed = (yield* Clock.currentTimeMillis) - start
+    const met429 = (yield* counter(ClientMetrics.rateLimited)) - met429Before
+    const waited = (yield* counter(ClientMetrics.retryWaitMillis)) - waitedBefore
+    const queued = (yield* counter(ClientMetrics.limiterWaitMillis)) - limiterWaitBefore
+    yield* Console.log(`   ${results.length}/${burstSize} succeeded in ${(elapsed / 1000).toFixed(1)} s`)
+    yield* Console.log(
+      met429 === 0
+        ? `   429s met: 0 (requests waited ${(queued / 1000).toFixed(1)} s in all in the client's limiter instead)`
+        : `   429s met: ${met429}; each was retried after the server's reset (${
+          (waited / 1000).toFixed(1)
+        } s waited in all)`
+    )
+  })
+
+const bursts = (emulator: Emulator.Emulator.Service) =>
+  Effect.gen(function*() {
+    const client = { apiKey: emulator.keyFor("basic") ?? "", baseUrl: emulator.baseUrl }
+    yield* heading(
+      `5. A burst of ${burstSize} requests on a basic-tier key (20 requests per ${Duration.format(demoWindow)} window)`
+    )
+    yield* Console.log(`   a) retries alone, on ${burstModels[0]}: the server says 429, the client waits for its reset`)
+    yield* burst(burstModels[0]).pipe(Effect.provide(Node.layer({ ...client, rateLimiter: false })))
+    yield* Console.log(
+      `   b) with the proactive rate limiter, on ${burstModels[1]}: requests wait before they are sent`
+    )
+    yield* burst(burstModels[1]).pipe(
+      Effect.provide(Node.layer({ ...client, rateLimiter: { window: demoWindow } }))
+    )
+  })
 
 /**
  * The demo program.
@@ -152,9 +170,16 @@ const burst = Effect.gen(function*() {
 export const demo = Effect.gen(function*() {
   const emulator = yield* Emulator.Emulator
   yield* Console.log(`effect-aifs demo: embedded emulator at ${emulator.url} (no key, no network)`)
-  yield* Effect.all([listModels, streamChat, embedTexts, typedError, burst], { discard: true }).pipe(
-    Effect.provide(Node.layer({ apiKey: emulator.keyFor("basic") ?? "", baseUrl: emulator.baseUrl }))
+  yield* Effect.all([listModels, streamChat, embedTexts, typedError], { discard: true }).pipe(
+    Effect.provide(
+      Node.layer({
+        apiKey: emulator.keyFor("basic") ?? "",
+        baseUrl: emulator.baseUrl,
+        rateLimiter: { window: demoWindow }
+      })
+    )
   )
+  yield* bursts(emulator)
   yield* Console.log("\nDone. Try: npm run aifs -- chat \"Hello\" --model gpt-4o, or read README.md.")
 }).pipe(
   Effect.provide(Layer.orDie(Emulator.layer({ window: demoWindow, streamChunkDelay: Duration.millis(25) })))

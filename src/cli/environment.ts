@@ -18,7 +18,11 @@ const viaEmulator: Layer.Layer<Node.Services, HttpServerError.ServeError> = Laye
   Effect.gen(function*() {
     const emulator = yield* Emulator.Emulator
     yield* Console.error(`aifs: AIFS_API_KEY is not set: using the embedded emulator at ${emulator.url} (no network)`)
-    return Node.layer({ apiKey: emulator.keyFor("standard4000") ?? "", baseUrl: emulator.baseUrl })
+    return Node.layer({
+      apiKey: emulator.keyFor("standard4000") ?? "",
+      baseUrl: emulator.baseUrl,
+      tier: "standard4000"
+    })
   })
 ).pipe(Layer.provide(Emulator.layer()))
 

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createServer, type Server } from "node:http"
 import * as App from "./app.js"
+import { catalogue } from "./catalogue.js"
 import { developmentKey, EmulatorState, type KeySpec, type Options } from "./state.js"
 
 export type { KeySpec, Options } from "./state.js"
@@ -100,6 +101,14 @@ const serveWith = (server: Server, options: ServeOptions): Layer.Layer<Emulator,
   )
   return serve.pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: options.port ?? 0, host })))
 }
+
+/**
+ * The ids of the models the emulator serves.
+ *
+ * @since 0.1.0
+ * @category catalogue
+ */
+export const models: ReadonlyArray<string> = catalogue.map((model) => model.id)
 
 /**
  * The development key of a tier (the emulator accepts it by default).

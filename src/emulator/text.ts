@@ -4,25 +4,17 @@
  *
  * @since 0.1.0
  */
-
-const tokenPattern = /[\p{L}\p{N}]+|[^\s\p{L}\p{N}]/gu
+import { estimateText } from "../internal/tokens.js"
 
 /**
  * Counts tokens the way the emulator charges them: every run of letters or digits is one token per four
  * characters (rounded up), every other non-space character is one token. About what a BPE tokenizer gives
- * for English text.
+ * for English text; the client's default estimator counts the same way.
  *
  * @since 0.1.0
  * @category tokens
  */
-export const countTokens = (text: string): number => {
-  let total = 0
-  for (const match of text.matchAll(tokenPattern)) {
-    const piece = match[0]
-    total += /^[\p{L}\p{N}]/u.test(piece) ? Math.ceil(piece.length / 4) : 1
-  }
-  return total
-}
+export const countTokens: (text: string) => number = estimateText
 
 /**
  * FNV-1a hash of a string, as an unsigned 32-bit seed.

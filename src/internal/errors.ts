@@ -16,6 +16,7 @@ import {
   NotFound,
   QuotaExceeded,
   RateLimited,
+  RequestTooLarge,
   ServerError,
   Timeout,
   TransportError,
@@ -171,7 +172,7 @@ export const fromResponse = (response: FailedResponse): ApiError => {
   if (status === 429) {
     if (isQuotaExhausted(body)) return new QuotaExceeded(fields)
     // larger than the whole quota: no wait can make it pass, so it must not be retried
-    if (/request too large/i.test(body.message)) return new BadRequest(fields)
+    if (/request too large/i.test(body.message)) return new RequestTooLarge(fields)
     const retryAfter = Option.getOrUndefined(rateLimit.serverWait) ?? retryAfterFromMessage(body.message)
     return new RateLimited(retryAfter === undefined ? fields : { ...fields, retryAfter })
   }

@@ -21,3 +21,14 @@ export const makeRedactor = (
     return out.replace(bearer, "$1<redacted>").replace(keyShaped, "<redacted>")
   }
 }
+
+/** A short, stable, non-reversible name for a key, for limiter buckets and snapshots (FNV-1a, 32 bits). */
+export const fingerprint = (secret: Redacted.Redacted<string>): string => {
+  const text = Redacted.value(secret)
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return `key#${(h >>> 0).toString(16).padStart(8, "0")}`
+}

@@ -49,3 +49,36 @@ export const retryWaitMillis = Metric.counter("aifs_client_retry_wait_ms_total",
   description: "Milliseconds the inference client waited before retries",
   incremental: true
 })
+
+/**
+ * Requests admitted by the proactive rate limiter.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const limiterAdmitted = Metric.counter("aifs_limiter_admitted_total", {
+  description: "Requests admitted by the client's rate limiter",
+  incremental: true
+})
+
+/**
+ * Tokens reserved by the proactive rate limiter.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const limiterTokensReserved = Metric.counter("aifs_limiter_tokens_reserved_total", {
+  description: "Tokens reserved by the client's rate limiter",
+  incremental: true
+})
+
+/**
+ * Milliseconds requests spent waiting in the rate limiter for capacity.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const limiterWaitMillis = Metric.counter("aifs_limiter_wait_ms_total", {
+  description: "Milliseconds requests waited in the client's rate limiter",
+  incremental: true
+})

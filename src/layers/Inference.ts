@@ -13,6 +13,8 @@ import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
 import * as Models from "../services/Models.js"
 import type { ClientConfig } from "./ClientConfig.js"
 import * as InferenceHttp from "./InferenceHttp.js"
+import * as RateLimiter from "./RateLimiter.js"
+import * as RetryPolicy from "./RetryPolicy.js"
 
 /**
  * Every inference service this layer provides.
@@ -43,3 +45,22 @@ export const layer: Layer.Layer<Services, never, InferenceHttpClient> = Layer.me
  */
 export const layerHttp: Layer.Layer<Services | InferenceHttpClient, never, HttpClient.HttpClient | ClientConfig> = layer
   .pipe(Layer.provideMerge(InferenceHttp.layerDefaultRetry))
+
+/**
+ * The services and their transport with the proactive rate limiter (tier from the `ClientConfig`, settings
+ * from `options`; `false` for none) and the default retry policy. The limiter is provided too, for its
+ * `snapshot`/`changes`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerHttpLimited = (
+  options: RateLimiter.Options | false = {}
+): Layer.Layer<Services | InferenceHttpClient | RateLimiter.RateLimiter, never, HttpClient.HttpClient | ClientConfig> =>
+  layer.pipe(
+    Layer.provideMerge(InferenceHttp.layer),
+    Layer.provideMerge(Layer.merge(
+      RetryPolicy.layerFromClientConfig,
+      options === false ? RateLimiter.layerDisabled : RateLimiter.layerFromClientConfig(options)
+    ))
+  )

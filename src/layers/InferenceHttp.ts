@@ -21,9 +21,10 @@ import * as SchemaAST from "effect/SchemaAST"
 import * as Stream from "effect/Stream"
 import { excerpt, fromHttpClientError, fromResponse, fromStreamError } from "../internal/errors.js"
 import { parseRateLimitInfo, requestId } from "../internal/headers.js"
-import { makeRedactor } from "../internal/redact.js"
+import { fingerprint, makeRedactor } from "../internal/redact.js"
 import { decodeEvents } from "../internal/sse.js"
 import { type ApiError, DecodeError, Timeout, TransportError } from "../schemas/Errors.js"
+import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import {
   InferenceHttpClient,
   type RequestOptions,
@@ -34,6 +35,7 @@ import {
 } from "../services/InferenceHttpClient.js"
 import { ClientConfig } from "./ClientConfig.js"
 import * as Metrics from "./ClientMetrics.js"
+import { type Permit, RateLimiter } from "./RateLimiter.js"
 import * as RetryPolicy from "./RetryPolicy.js"
 
 const userAgent = "effect-aifs/0.1.0"
@@ -70,7 +72,10 @@ export const make: Effect.Effect<
   const config = yield* ClientConfig
   const policy = yield* RetryPolicy.RetryPolicy
   const client = yield* HttpClient.HttpClient
+  // optional: without a RateLimiter in the context, requests go out at once and only the retries react
+  const limiter = Option.getOrUndefined(yield* Effect.serviceOption(RateLimiter))
   const redact = makeRedactor([config.apiKey])
+  const keyId = fingerprint(config.apiKey)
   const bases = { v2: config.baseUrl, v1: config.v1Url, queue: config.queueUrl } as const
 
   const prepare = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, accept: string) =>
@@ -170,34 +175,75 @@ export const make: Effect.Effect<
       )
   }
 
+  /**
+   * One attempt through the rate limiter: waits for capacity (or routes to the queue when configured),
+   * sends, learns from the response's headers, and settles the reservation when the attempt fails.
+   */
+  const attempt = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, accept: string) =>
+    Effect.gen(function*() {
+      const body = jsonBody(request)
+      const cost = limiter === undefined || body === undefined ? undefined : limiter.cost(request.url, body)
+      const model = cost?.model
+      let routed = options
+      let permit: Permit | undefined
+      if (limiter !== undefined && cost !== undefined && model !== undefined) {
+        const ticket = { key: keyId, model, tokens: cost.tokens }
+        if (
+          limiter.queueRouting && (options.base ?? "v2") === "v2" && queueable.has(request.url) &&
+          (yield* limiter.wouldWait(ticket))
+        ) {
+          routed = { ...options, base: "queue", timeout: options.timeout ?? limiter.queueTimeout }
+        } else {
+          permit = yield* limiter.acquire(ticket)
+        }
+      }
+      const prepared = prepare(request, routed, accept)
+      const endpoint = `${prepared.method} ${pathOf(prepared.url)}`
+      const learn = (info: RateLimitInfo | undefined, status: number) =>
+        limiter === undefined || model === undefined || info === undefined
+          ? Effect.void
+          : limiter.learn(keyId, model, info, status)
+      const [response, meta] = yield* totalTimeout(endpoint, routed)(send(prepared, endpoint)).pipe(
+        Effect.tapError((error) => {
+          const status = "status" in error && typeof error.status === "number" ? error.status : 0
+          const settle = permit === undefined
+            ? Effect.void
+            : error._tag === "TransportError" || error._tag === "RateLimited"
+            ? permit.cancel
+            : permit.refund
+          return Effect.zipRight(settle, learn("rateLimit" in error ? error.rateLimit : undefined, status))
+        })
+      )
+      yield* learn(meta.rateLimit, meta.status)
+      return { response, meta, endpoint, permit }
+    })
+
   const json = <A, I>(
     request: HttpClientRequest.HttpClientRequest,
     schema: Schema.Schema<A, I>,
     options: RequestOptions = {}
-  ): Effect.Effect<WithResponse<A>, ApiError> => {
-    const prepared = prepare(request, options, "application/json")
-    const endpoint = `${prepared.method} ${pathOf(prepared.url)}`
-    const attempt = send(prepared, endpoint).pipe(
-      Effect.flatMap(([response, meta]) =>
+  ): Effect.Effect<WithResponse<A>, ApiError> =>
+    retrying(
+      Effect.flatMap(attempt(request, options, "application/json"), ({ endpoint, meta, permit, response }) =>
         response.text.pipe(
-          Effect.mapError((error) => fromHttpClientError(error, endpoint)),
+          Effect.mapError((error) =>
+            fromHttpClientError(error, endpoint)
+          ),
           Effect.flatMap((text) => decodeBody(schema, text, meta, endpoint)),
-          Effect.map((value) => ({ value, response: meta }))
-        )
-      ),
-      totalTimeout(endpoint, options)
+          Effect.tap((value) => reconcile(permit, value)),
+          Effect.map((value) => ({ value, response: meta })),
+          totalTimeout(endpoint, options)
+        )),
+      options
     )
-    return retrying(attempt, options)
-  }
 
   const open = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions) => {
-    const prepared = prepare(request, options, "text/event-stream")
-    const endpoint = `${prepared.method} ${pathOf(prepared.url)}`
     const idle = options.idleTimeout === undefined ? config.streamIdleTimeout : Duration.decode(options.idleTimeout)
-    return retrying(totalTimeout(endpoint, options)(send(prepared, endpoint)), options).pipe(
-      Effect.map(([response, meta]) => ({
+    return retrying(attempt(request, options, "text/event-stream"), options).pipe(
+      Effect.map(({ endpoint, meta, permit, response }) => ({
         endpoint,
         meta,
+        permit,
         events: decodeEvents(
           response.stream.pipe(
             Stream.mapError((error) => fromHttpClientError(error, endpoint)),
@@ -232,7 +278,7 @@ export const make: Effect.Effect<
     schema: Schema.Schema<A, I>,
     options: StreamOptions = {}
   ): Stream.Stream<A, ApiError> =>
-    Stream.unwrap(Effect.map(open(request, options), ({ endpoint, events, meta }) => {
+    Stream.unwrap(Effect.map(open(request, options), ({ endpoint, events, meta, permit }) => {
       const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
       const context = { endpoint, requestId: meta.requestId, rateLimit: meta.rateLimit }
       let ended = false
@@ -252,7 +298,9 @@ export const make: Effect.Effect<
             // the server may echo the key in the message: map the redacted payload
             return yield* Effect.fail(fromStreamError(JSON.parse(redact(event.data)), context))
           }
-          return yield* decodeBody(schema, event.data, meta, endpoint)
+          const value = yield* decodeBody(schema, event.data, meta, endpoint)
+          yield* reconcile(permit, value)
+          return value
         })
       const body = events.pipe(
         Stream.filter((event) => event.data.trim() !== ""),
@@ -274,6 +322,43 @@ export const make: Effect.Effect<
 
   return { apiVersion: config.apiVersion, json, sse, jsonStream }
 })
+
+/** The routes the queue root mirrors: a request to one of these may be routed there. */
+const queueable = new Set([
+  "/chat/completions",
+  "/completions",
+  "/embeddings",
+  "/audio/transcriptions",
+  "/audio/translations",
+  "/images/generations"
+])
+
+const decoder = new TextDecoder()
+
+/** The parsed JSON body of a request, when it has one (the limiter estimates its cost). */
+const jsonBody = (request: HttpClientRequest.HttpClientRequest): unknown => {
+  const body = request.body
+  if (body._tag !== "Uint8Array" || !body.contentType.includes("json")) return undefined
+  try {
+    return JSON.parse(decoder.decode(body.body))
+  } catch {
+    return undefined
+  }
+}
+
+/** The `usage.total_tokens` of a decoded body or chunk, if it has one. */
+const usageTotal = (value: unknown): number | undefined => {
+  if (typeof value !== "object" || value === null || !("usage" in value)) return undefined
+  const usage = (value as { usage: unknown }).usage
+  if (typeof usage !== "object" || usage === null || !("total_tokens" in usage)) return undefined
+  const total = (usage as { total_tokens: unknown }).total_tokens
+  return typeof total === "number" && total > 0 ? total : undefined
+}
+
+const reconcile = (permit: Permit | undefined, value: unknown): Effect.Effect<void> => {
+  const total = permit === undefined ? undefined : usageTotal(value)
+  return permit === undefined || total === undefined ? Effect.void : permit.reconcile(total)
+}
 
 const isErrorPayload = (data: unknown): boolean =>
   typeof data === "object" && data !== null && "error" in data && !("choices" in data) &&

@@ -11,17 +11,39 @@ import * as Layer from "effect/Layer"
 import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
 import * as ClientConfig from "./ClientConfig.js"
 import * as Inference from "./Inference.js"
+import type * as RateLimiter from "./RateLimiter.js"
 
 /**
- * What the Node layers provide: every inference service and the transport.
+ * What the Node layers provide: every inference service, the transport, its configuration and its
+ * proactive rate limiter.
  *
  * @since 0.1.0
  * @category models
  */
-export type Services = Inference.Services | InferenceHttpClient | ClientConfig.ClientConfig
+export type Services = Inference.Services | InferenceHttpClient | ClientConfig.ClientConfig | RateLimiter.RateLimiter
 
-const withClientConfig = <E>(config: Layer.Layer<ClientConfig.ClientConfig, E>): Layer.Layer<Services, E> =>
-  Inference.layerHttp.pipe(Layer.provideMerge(config), Layer.provide(NodeHttpClient.layerUndici))
+/**
+ * Options of the Node layers besides the client configuration.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LayerOptions {
+  /**
+   * Settings of the proactive rate limiter (its tier comes from the configuration; set `window` to the
+   * server's window when it is not a minute), or `false` for none.
+   */
+  readonly rateLimiter?: RateLimiter.Options | false | undefined
+}
+
+const withClientConfig = <E>(
+  config: Layer.Layer<ClientConfig.ClientConfig, E>,
+  options: LayerOptions = {}
+): Layer.Layer<Services, E> =>
+  Inference.layerHttpLimited(options.rateLimiter).pipe(
+    Layer.provideMerge(config),
+    Layer.provide(NodeHttpClient.layerUndici)
+  )
 
 /**
  * Everything, from options.
@@ -29,8 +51,8 @@ const withClientConfig = <E>(config: Layer.Layer<ClientConfig.ClientConfig, E>):
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: ClientConfig.Options): Layer.Layer<Services> =>
-  withClientConfig(ClientConfig.layer(options))
+export const layer = (options: ClientConfig.Options & LayerOptions): Layer.Layer<Services> =>
+  withClientConfig(ClientConfig.layer(options), options)
 
 /**
  * Everything, from `Config` values.
@@ -39,8 +61,9 @@ export const layer = (options: ClientConfig.Options): Layer.Layer<Services> =>
  * @category layers
  */
 export const layerConfig = (
-  config: Config.Config.Wrap<ClientConfig.Options>
-): Layer.Layer<Services, ConfigError.ConfigError> => withClientConfig(ClientConfig.layerConfig(config))
+  config: Config.Config.Wrap<ClientConfig.Options>,
+  options: LayerOptions = {}
+): Layer.Layer<Services, ConfigError.ConfigError> => withClientConfig(ClientConfig.layerConfig(config), options)
 
 /**
  * Everything, from the `AIFS_*` environment variables (`AIFS_API_KEY` is required).
@@ -51,6 +74,15 @@ export const layerConfig = (
 export const layerFromEnv: Layer.Layer<Services, ConfigError.ConfigError> = withClientConfig(
   ClientConfig.layerFromEnv
 )
+
+/**
+ * Everything from the environment, with limiter settings.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFromEnvWith = (options: LayerOptions): Layer.Layer<Services, ConfigError.ConfigError> =>
+  withClientConfig(ClientConfig.layerFromEnv, options)
 
 /**
  * The undici HTTP client, for composing the layers yourself.

@@ -9,6 +9,7 @@ import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import type * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Emulator from "../emulator/Emulator.js"
@@ -17,6 +18,7 @@ import * as ClientConfig from "./ClientConfig.js"
 import * as Inference from "./Inference.js"
 import * as InferenceHttp from "./InferenceHttp.js"
 import * as Node from "./Node.js"
+import type * as RateLimiter from "./RateLimiter.js"
 import * as RetryPolicy from "./RetryPolicy.js"
 
 /**
@@ -182,6 +184,11 @@ export interface LayerEmulatorOptions extends Emulator.ServeOptions {
   readonly tier?: string | undefined
   /** Client configuration besides key and URLs (retries, timeouts). */
   readonly client?: Partial<ClientConfig.Options> | undefined
+  /**
+   * The client's proactive rate limiter: its settings (the window defaults to the emulator's), or `false`
+   * to meet the emulator's 429s with retries alone.
+   */
+  readonly rateLimiter?: RateLimiter.Options | false | undefined
 }
 
 /**
@@ -201,8 +208,22 @@ export const layerEmulator = (
         ...(tier === "basic" || tier === "standard4000" ? { tier } : {}),
         ...options.client,
         apiKey: emulator.keyFor(tier) ?? emulator.keys[0]?.key ?? "",
-        baseUrl: emulator.baseUrl
+        baseUrl: emulator.baseUrl,
+        rateLimiter: options.rateLimiter === false
+          ? false
+          : { window: options.window ?? Duration.minutes(1), limits: customLimits(options), ...options.rateLimiter }
       }))
   )
   return client.pipe(Layer.provideMerge(Emulator.layer(options)))
+}
+
+/**
+ * Limits for the client's limiter when the emulator's key has a custom tier: every model gets that tier's
+ * quota (the preset tiers are known to the limiter already).
+ */
+const customLimits = (options: LayerEmulatorOptions): Record<string, Partial<RateLimiter.Quota>> | undefined => {
+  const tier = options.tier ?? "standard4000"
+  const quota = options.tiers?.[tier]
+  if (quota === undefined) return undefined
+  return Object.fromEntries(Emulator.models.map((model) => [model, { rpm: quota.rpm, tpm: quota.tpm }]))
 }

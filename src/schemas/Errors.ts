@@ -145,6 +145,30 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
 }
 
 /**
+ * The request needs more tokens than the key's whole quota per window allows: no wait can make it pass.
+ * Raised by the client's rate limiter before sending, or from a server's 429 "Request too large".
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RequestTooLarge extends Schema.TaggedError<RequestTooLarge>()("RequestTooLarge", {
+  ...responseFields,
+  /** 429 when the server said so; absent when the client's limiter refused it before sending. */
+  status: Schema.optional(Schema.Number),
+  /** The model. */
+  model: Schema.optional(Schema.String),
+  /** Tokens the request needs (estimated input plus the output cap). */
+  requested: Schema.optional(Schema.Number),
+  /** Tokens the quota allows per window. */
+  limit: Schema.optional(Schema.Number)
+}) {
+  /** Never retried: lower `max_tokens` or shorten the input. */
+  get isRetryable(): boolean {
+    return false
+  }
+}
+
+/**
  * 5xx: the server or a proxy failed; 503 means the model is temporarily unavailable.
  *
  * @since 0.1.0
@@ -223,6 +247,29 @@ export class DecodeError extends Schema.TaggedError<DecodeError>()("DecodeError"
 }
 
 /**
+ * The operation is not available under the configured interface version (fine-tuning under `1.1.0`) and the
+ * caller did not opt in. Raised by the client before sending.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class Unsupported extends Schema.TaggedError<Unsupported>()("Unsupported", {
+  /** What is unsupported and how to opt in. */
+  message: Schema.String,
+  /** The operation, e.g. `FineTuning.create`. */
+  operation: Schema.String,
+  /** The request it would have sent, as `METHOD /path`. */
+  endpoint: Schema.optional(Schema.String),
+  /** The configured interface version. */
+  apiVersion: Schema.String
+}) {
+  /** Never retried: the configuration decides, not the server. */
+  get isRetryable(): boolean {
+    return false
+  }
+}
+
+/**
  * Every error an operation of this library can fail with.
  *
  * @since 0.1.0
@@ -237,10 +284,12 @@ export type ApiError =
   | UnprocessableEntity
   | RateLimited
   | QuotaExceeded
+  | RequestTooLarge
   | ServerError
   | TransportError
   | Timeout
   | DecodeError
+  | Unsupported
 
 /**
  * The schema of `ApiError`, for persisting or sending errors (batch output lines).
@@ -257,10 +306,12 @@ export const ApiError: Schema.Union<[
   typeof UnprocessableEntity,
   typeof RateLimited,
   typeof QuotaExceeded,
+  typeof RequestTooLarge,
   typeof ServerError,
   typeof TransportError,
   typeof Timeout,
-  typeof DecodeError
+  typeof DecodeError,
+  typeof Unsupported
 ]> = Schema.Union(
   BadRequest,
   Unauthorized,
@@ -270,10 +321,12 @@ export const ApiError: Schema.Union<[
   UnprocessableEntity,
   RateLimited,
   QuotaExceeded,
+  RequestTooLarge,
   ServerError,
   TransportError,
   Timeout,
-  DecodeError
+  DecodeError,
+  Unsupported
 )
 
 /**

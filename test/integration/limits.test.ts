@@ -55,7 +55,9 @@ describe("requests per window", () => {
       yield* TestClock.adjust(window)
       const again = yield* chat.createWithResponse(ask("gpt-4o", "after the window"))
       assert.strictEqual(again.response.rateLimit.remainingRequests, 19)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 } }))))
+    }).pipe(
+      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+    ))
 
   it.effect("a call that gives up without retrying adds nothing to the retries counter", () =>
     Effect.gen(function*() {
@@ -68,7 +70,9 @@ describe("requests per window", () => {
       assert.strictEqual(after.rateLimited - before.rateLimited, 1)
       // maxRetries is 0: no retry was made, so `ClientMetrics.retries` must not move
       assert.strictEqual(after.retries - before.retries, 0)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 } }))))
+    }).pipe(
+      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+    ))
 
   it.effect("the window slides: requests leave it one by one, not all at a minute boundary", () =>
     Effect.gen(function*() {
@@ -83,7 +87,9 @@ describe("requests per window", () => {
       const error = yield* Effect.flip(chat.create(ask("gpt-4.1", "over")))
       assert.strictEqual(error._tag, "RateLimited")
       if (error._tag === "RateLimited") assert.strictEqual(Duration.toMillis(error.retryAfter!), 6_000)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 } }))))
+    }).pipe(
+      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+    ))
 
   it.effect("an open-source model answers 429 with a detail body and retry-after, without limit headers", () =>
     Effect.gen(function*() {
@@ -96,7 +102,9 @@ describe("requests per window", () => {
       assert.strictEqual(Duration.toMillis(error.retryAfter!), 10_000)
       assert.isFalse(error.rateLimit!.hasLimitHeaders)
       assert.isUndefined(error.code)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 } }))))
+    }).pipe(
+      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+    ))
 
   it.effect("with retries, 30 concurrent requests all succeed once the clock passes the window", () =>
     Effect.gen(function*() {
@@ -123,7 +131,7 @@ describe("requests per window", () => {
       const waited = after.retryWaitMillis - before.retryWaitMillis
       assert.isAtLeast(waited, 10 * 10_000)
       assert.isBelow(waited, 10 * 10_250)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window }))))
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window, rateLimiter: false }))))
 
   it.effect("a stream over the limit fails with RateLimited before any chunk", () =>
     Effect.gen(function*() {
@@ -132,7 +140,9 @@ describe("requests per window", () => {
       const error = yield* Effect.flip(Stream.runCollect(chat.createStream(ask("gpt-4o", "stream over the limit"))))
       assert.strictEqual(error._tag, "RateLimited")
       if (error._tag === "RateLimited") assert.strictEqual(Duration.toMillis(error.retryAfter!), 10_000)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 } }))))
+    }).pipe(
+      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+    ))
 
   it.effect("with retries, a stream that meets a 429 waits the server's wait and then streams", () =>
     Effect.gen(function*() {
@@ -146,7 +156,7 @@ describe("requests per window", () => {
       const plain = yield* chat.create(params)
       assert.strictEqual(folded.text, plain.text)
       assert.deepStrictEqual(folded.usage, plain.usage)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window }))))
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window, rateLimiter: false }))))
 
   it.effect("a wait longer than the retry budget fails at once instead of sleeping", () =>
     Effect.gen(function*() {
@@ -165,7 +175,7 @@ describe("requests per window", () => {
       const after = yield* clientCounters
       assert.strictEqual(after.rateLimited - before.rateLimited, 1)
       assert.strictEqual(after.retryWaitMillis - before.retryWaitMillis, 0)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "5 minutes" }))))
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "5 minutes", rateLimiter: false }))))
 })
 
 describe("tokens per window", () => {
@@ -210,7 +220,7 @@ describe("tokens per window", () => {
       yield* TestClock.adjust(window)
       const refreshed = yield* chat.createWithResponse(params)
       assert.strictEqual(refreshed.response.rateLimit.remainingTokens, 300 - cost)
-    }).pipe(Effect.provide(Testing.layerEmulator({ ...tiny, client: { maxRetries: 0 } }))))
+    }).pipe(Effect.provide(Testing.layerEmulator({ ...tiny, client: { maxRetries: 0 }, rateLimiter: false }))))
 
   it.effect("embeddings spend the same token budget", () =>
     Effect.gen(function*() {
@@ -223,21 +233,21 @@ describe("tokens per window", () => {
       }
       const error = yield* Effect.flip(embeddings.create({ model: "text-embedding-bge-m3", input: "one more" }))
       assert.strictEqual(error._tag, "RateLimited")
-    }).pipe(Effect.provide(Testing.layerEmulator({ ...tiny, client: { maxRetries: 0 } }))))
+    }).pipe(Effect.provide(Testing.layerEmulator({ ...tiny, client: { maxRetries: 0 }, rateLimiter: false }))))
 
   it.effect("a request larger than the whole token budget is rejected even on a fresh window", () =>
     Effect.gen(function*() {
       const chat = yield* Chat.Chat
       const huge = Array.from({ length: 400 }, () => "word").join(" ")
       const error = yield* Effect.flip(chat.create(ask("gpt-4o", huge)))
-      // a 429 "Request too large" can never pass: BadRequest, not retryable
-      assert.strictEqual(error._tag, "BadRequest")
-      if (error._tag === "BadRequest") {
+      // a 429 "Request too large" can never pass: RequestTooLarge, not retryable
+      assert.strictEqual(error._tag, "RequestTooLarge")
+      if (error._tag === "RequestTooLarge") {
         assert.strictEqual(error.status, 429)
         assert.isFalse(error.isRetryable)
         assert.include(error.message, "Request too large")
       }
-    }).pipe(Effect.provide(Testing.layerEmulator({ ...tiny, client: { maxRetries: 0 } }))))
+    }).pipe(Effect.provide(Testing.layerEmulator({ ...tiny, client: { maxRetries: 0 }, rateLimiter: false }))))
 
   it.effect("with retries on, a request larger than the whole budget is not retried: waiting cannot help", () =>
     Effect.gen(function*() {
@@ -255,5 +265,5 @@ describe("tokens per window", () => {
       assert.strictEqual(error.isRetryable, false)
       const after = yield* clientCounters
       assert.strictEqual(after.rateLimited - before.rateLimited, 1, "one attempt only")
-    }).pipe(Effect.provide(Testing.layerEmulator(tiny))))
+    }).pipe(Effect.provide(Testing.layerEmulator({ ...tiny, rateLimiter: false }))))
 })

@@ -17,7 +17,7 @@ const window = "10 seconds"
 
 // retries disabled: a 429 on the queue would surface as a failure instead of being waited out by the client
 const basic = (options: Testing.LayerEmulatorOptions = {}) =>
-  Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, ...options })
+  Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false, ...options })
 
 const fill = (model: string) =>
   Effect.forEach(

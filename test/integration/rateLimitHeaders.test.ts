@@ -11,7 +11,8 @@ import * as Chat from "../../src/services/Chat.js"
 import * as Embeddings from "../../src/services/Embeddings.js"
 import { ask } from "../helpers/emulator.js"
 
-const basic = () => Testing.layerEmulator({ tier: "basic", window: "10 seconds", client: { maxRetries: 0 } })
+const basic = () =>
+  Testing.layerEmulator({ tier: "basic", window: "10 seconds", client: { maxRetries: 0 }, rateLimiter: false })
 
 describe("rate-limit headers", () => {
   it.effect("a proprietary model reports the basic quota, and what remains goes down request by request", () =>

@@ -1,0 +1,197 @@
+/**
+ * Where the rate limiter keeps its accounting: a sliding-window log per bucket (key and model). The memory
+ * store serves one process; the interface is small enough for a shared store (a Redis sorted set per bucket
+ * with a script for `reserve`) to let several processes share one key's budget.
+ *
+ * Why not `@effect/experimental`'s `RateLimiterStore`: its algorithms are a fixed window and a token bucket.
+ * Both let through up to twice the limit within one window's length (a burst at the end of one window or a
+ * full bucket, then the next window or the refill), and a server that counts over a sliding window answers
+ * that with 429s. A sliding-window log never admits more than the limit in any interval of the window's
+ * length and allows the same long-run throughput.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+
+/**
+ * The limits a reservation is checked against.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Limits {
+  /** Requests per window. */
+  readonly requests: number
+  /** Tokens per window. */
+  readonly tokens: number
+  /** How long an entry counts, in milliseconds (the window plus the safety margin). */
+  readonly windowMs: number
+}
+
+/**
+ * The answer to a reservation.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Reservation =
+  | { readonly _tag: "Admitted"; readonly id: number }
+  | { readonly _tag: "Wait"; readonly waitMs: number }
+  | { readonly _tag: "TooLarge" }
+
+/**
+ * What a bucket holds right now.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Usage {
+  /** Requests counted in the window. */
+  readonly requests: number
+  /** Tokens counted in the window. */
+  readonly tokens: number
+  /** Milliseconds until the oldest entry leaves the window (0 when empty). */
+  readonly nextExpiryMs: number
+}
+
+/**
+ * The store.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class LimiterStore extends Context.Tag("effect-aifs/LimiterStore")<LimiterStore, LimiterStore.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace LimiterStore {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Atomically: if one request of `tokens` fits in the bucket at `now`, counts it; else says how long to wait. */
+    readonly reserve: (bucket: string, now: number, tokens: number, limits: Limits) => Effect.Effect<Reservation>
+    /** Sets the tokens of a counted entry (reconciling with the real usage). */
+    readonly adjust: (bucket: string, id: number, tokens: number) => Effect.Effect<void>
+    /** Removes a counted entry (the server never counted that request). */
+    readonly remove: (bucket: string, id: number) => Effect.Effect<void>
+    /** Counts usage the server reports that this process did not send (another process on the same key). */
+    readonly add: (bucket: string, at: number, requests: number, tokens: number) => Effect.Effect<void>
+    /** The bucket's usage at `now`. */
+    readonly usage: (bucket: string, now: number, windowMs: number) => Effect.Effect<Usage>
+  }
+}
+
+interface Entry {
+  readonly id: number
+  readonly at: number
+  readonly requests: number
+  tokens: number
+}
+
+const prune = (entries: Array<Entry>, now: number, windowMs: number): void => {
+  let drop = 0
+  while (drop < entries.length && entries[drop]!.at + windowMs <= now) drop++
+  if (drop > 0) entries.splice(0, drop)
+}
+
+/**
+ * A store in this process's memory.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory = (): LimiterStore.Service => {
+  const buckets = new Map<string, Array<Entry>>()
+  let nextId = 0
+  const entriesOf = (bucket: string): Array<Entry> => {
+    let entries = buckets.get(bucket)
+    if (entries === undefined) {
+      entries = []
+      buckets.set(bucket, entries)
+    }
+    return entries
+  }
+  return {
+    reserve: (bucket, now, tokens, limits) =>
+      Effect.sync((): Reservation => {
+        if (tokens > limits.tokens) return { _tag: "TooLarge" }
+        const entries = entriesOf(bucket)
+        prune(entries, now, limits.windowMs)
+        let requestsWait = 0
+        let count = 0
+        for (const e of entries) count += e.requests
+        if (count + 1 > limits.requests) {
+          // the entry whose expiry brings the count under the limit
+          let excess = count + 1 - limits.requests
+          for (const e of entries) {
+            excess -= e.requests
+            if (excess <= 0) {
+              requestsWait = e.at + limits.windowMs - now
+              break
+            }
+          }
+        }
+        let tokensWait = 0
+        let used = 0
+        for (const e of entries) used += e.tokens
+        if (used + tokens > limits.tokens) {
+          for (const e of entries) {
+            used -= e.tokens
+            if (used + tokens <= limits.tokens) {
+              tokensWait = e.at + limits.windowMs - now
+              break
+            }
+          }
+        }
+        const waitMs = Math.max(requestsWait, tokensWait)
+        if (waitMs > 0) return { _tag: "Wait", waitMs }
+        const id = ++nextId
+        entries.push({ id, at: now, requests: 1, tokens })
+        return { _tag: "Admitted", id }
+      }),
+    adjust: (bucket, id, tokens) =>
+      Effect.sync(() => {
+        const entry = buckets.get(bucket)?.find((e) => e.id === id)
+        if (entry !== undefined) entry.tokens = tokens
+      }),
+    remove: (bucket, id) =>
+      Effect.sync(() => {
+        const entries = buckets.get(bucket)
+        const index = entries?.findIndex((e) => e.id === id) ?? -1
+        if (entries !== undefined && index >= 0) entries.splice(index, 1)
+      }),
+    add: (bucket, at, requests, tokens) =>
+      Effect.sync(() => {
+        const entries = entriesOf(bucket)
+        // kept in time order: entries are pruned from the front
+        let index = entries.length
+        while (index > 0 && entries[index - 1]!.at > at) index--
+        entries.splice(index, 0, { id: ++nextId, at, requests, tokens })
+      }),
+    usage: (bucket, now, windowMs) =>
+      Effect.sync((): Usage => {
+        const entries = entriesOf(bucket)
+        prune(entries, now, windowMs)
+        let requests = 0
+        let tokens = 0
+        for (const e of entries) {
+          requests += e.requests
+          tokens += e.tokens
+        }
+        return { requests, tokens, nextExpiryMs: entries.length > 0 ? entries[0]!.at + windowMs - now : 0 }
+      })
+  }
+}
+
+/**
+ * The memory store.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory: Layer.Layer<LimiterStore> = Layer.sync(LimiterStore, makeMemory)

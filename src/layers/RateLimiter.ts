@@ -1,0 +1,459 @@
+/**
+ * The proactive rate limiter: per key and model, a request bucket and a token bucket over a sliding window,
+ * so that requests wait on the client instead of collecting 429s. Limits come from the tier preset,
+ * per-model overrides and, where the model sends them, the live `x-ratelimit-*` headers (re-learnt on every
+ * response). Waiting callers are served in arrival order; an interrupted caller gives up its place.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import { RequestTooLarge } from "../schemas/Errors.js"
+import type { ModelList } from "../schemas/Models.js"
+import type { RateLimitInfo } from "../schemas/RateLimit.js"
+import { ClientConfig, type Tier } from "./ClientConfig.js"
+import * as ClientMetrics from "./ClientMetrics.js"
+import { layerMemory, LimiterStore } from "./LimiterStore.js"
+import * as TokenEstimator from "./TokenEstimator.js"
+
+/**
+ * Requests and tokens per window.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Quota {
+  readonly rpm: number
+  readonly tpm: number
+}
+
+/**
+ * The presets of the service's seed tiers.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const tiers: Readonly<Record<Tier, Quota>> = {
+  basic: { rpm: 20, tpm: 18_750 },
+  standard4000: { rpm: 600, tpm: 150_000 }
+}
+
+/**
+ * Settings of the limiter.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** The key's tier, for the preset limits (default `basic`). */
+  readonly tier?: Tier | undefined
+  /** Per-model limits over the preset (headers still win when a model sends them). */
+  readonly limits?: Readonly<Record<string, Partial<Quota>>> | undefined
+  /** Length of the server's window (default 60 s). */
+  readonly window?: Duration.DurationInput | undefined
+  /** Extra time an entry counts, for network jitter (default 200 ms); widened after an unpredicted 429. */
+  readonly margin?: Duration.DurationInput | undefined
+  /**
+   * After a response, `keep` (default) leaves the reservation as it was unless the usage was higher;
+   * `actual` lowers it to the usage. OpenAI-style servers charge `max_tokens` at admission, so giving the
+   * difference back early would overrun them; a server that charges actual usage allows `actual`.
+   */
+  readonly reconcile?: "keep" | "actual" | undefined
+  /** Output tokens reserved when a request sets no cap and the model's `max_output_length` is unknown (1024). */
+  readonly defaultMaxOutputTokens?: number | undefined
+  /** Output caps per model, when requests set none. */
+  readonly maxOutputTokens?: Readonly<Record<string, number>> | undefined
+  /** When the local budget is exhausted, send to the queue endpoint instead of waiting (default false). */
+  readonly queueRouting?: boolean | undefined
+  /** Time-to-first-byte limit of a request routed to the queue (default 30 minutes). */
+  readonly queueTimeout?: Duration.DurationInput | undefined
+}
+
+/**
+ * The state of one bucket, for dashboards and progress displays.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BucketState {
+  /** A fingerprint of the key (never the key). */
+  readonly key: string
+  /** The model. */
+  readonly model: string
+  /** Requests per window. */
+  readonly limitRequests: number
+  /** Tokens per window. */
+  readonly limitTokens: number
+  /** Whether the limits come from the server's headers (else the preset or overrides). */
+  readonly fromHeaders: boolean
+  /** Requests counted in the window (sent or reserved). */
+  readonly usedRequests: number
+  /** Tokens counted in the window. */
+  readonly usedTokens: number
+  /** Milliseconds until the oldest entry leaves the window. */
+  readonly nextResetMs: number
+  /** Callers waiting in line. */
+  readonly waiting: number
+  /** Milliseconds the bucket stays closed after a 429 the limiter did not predict. */
+  readonly blockedMs: number
+  /** The current safety margin in milliseconds. */
+  readonly marginMs: number
+}
+
+/**
+ * A reservation made for one request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Permit {
+  /** Tokens reserved. */
+  readonly tokens: number
+  /** The response's usage: raised when higher than reserved, lowered when configured to. */
+  readonly reconcile: (actualTokens: number) => Effect.Effect<void>
+  /** The server never counted the request (connection failed, 429): the request and tokens come back. */
+  readonly cancel: Effect.Effect<void>
+  /** The server answered with an error: the request stays counted, the tokens come back. */
+  readonly refund: Effect.Effect<void>
+}
+
+/**
+ * The limiter.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class RateLimiter extends Context.Tag("effect-aifs/RateLimiter")<RateLimiter, RateLimiter.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace RateLimiter {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Tokens to reserve for a JSON body sent to `path`, and the model it names. */
+    readonly cost: (path: string, body: unknown) => { readonly model: string | undefined; readonly tokens: number }
+    /** Waits in line until the request fits, then counts it. Fails at once when it can never fit. */
+    readonly acquire: (
+      request: { readonly key: string; readonly model: string; readonly tokens: number }
+    ) => Effect.Effect<Permit, RequestTooLarge>
+    /** True when a request would have to wait now (for queue routing). */
+    readonly wouldWait: (
+      request: { readonly key: string; readonly model: string; readonly tokens: number }
+    ) => Effect.Effect<boolean>
+    /** Learns from a response's headers (limits, remaining) and status (a 429 closes the bucket until reset). */
+    readonly learn: (key: string, model: string, info: RateLimitInfo, status: number) => Effect.Effect<void>
+    /** Learns each model's `max_output_length` from the catalogue, for requests without an output cap. */
+    readonly learnModels: (models: ModelList) => Effect.Effect<void>
+    /** The state of every bucket now. */
+    readonly snapshot: Effect.Effect<ReadonlyArray<BucketState>>
+    /** The state of every bucket, after each change. */
+    readonly changes: Stream.Stream<ReadonlyArray<BucketState>>
+    /** Whether exhausted budgets route to the queue. */
+    readonly queueRouting: boolean
+    /** Time-to-first-byte limit of routed requests. */
+    readonly queueTimeout: Duration.Duration
+  }
+}
+
+interface Bucket {
+  readonly id: string
+  readonly key: string
+  readonly model: string
+  requests: number
+  tokens: number
+  fromHeaders: boolean
+  marginMs: number
+  blockedUntil: number
+  waiting: number
+  tail: Deferred.Deferred<void> | undefined
+}
+
+/** A bucket closed by a 429 without a wait reopens after this long. */
+const defaultBlockMs = 1000
+/** Each unpredicted 429 widens the margin by this much, up to `maxMarginMs`. */
+const marginStepMs = 250
+const maxMarginMs = 5000
+
+/**
+ * Builds a limiter on a store and an estimator.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<RateLimiter.Service, never, LimiterStore | TokenEstimator.TokenEstimator> =>
+  Effect.gen(function*() {
+    const store = yield* LimiterStore
+    const estimator = yield* TokenEstimator.TokenEstimator
+    const windowMs = Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1)))
+    const baseMarginMs = Duration.toMillis(Duration.decode(options.margin ?? Duration.millis(200)))
+    const preset = tiers[options.tier ?? "basic"]
+    const reconcileMode = options.reconcile ?? "keep"
+    const maxOutput = new Map<string, number>(Object.entries(options.maxOutputTokens ?? {}))
+    const learntMaxOutput = new Map<string, number>()
+    const buckets = new Map<string, Bucket>()
+    const states = yield* SubscriptionRef.make<ReadonlyArray<BucketState>>([])
+
+    const bucketOf = (key: string, model: string): Bucket => {
+      const id = `${key}\u0000${model}`
+      let bucket = buckets.get(id)
+      if (bucket === undefined) {
+        const override = options.limits?.[model]
+        bucket = {
+          id,
+          key,
+          model,
+          requests: override?.rpm ?? preset.rpm,
+          tokens: override?.tpm ?? preset.tpm,
+          fromHeaders: false,
+          marginMs: baseMarginMs,
+          blockedUntil: 0,
+          waiting: 0,
+          tail: undefined
+        }
+        buckets.set(id, bucket)
+      }
+      return bucket
+    }
+
+    const stateOf = (bucket: Bucket, now: number) =>
+      Effect.map(store.usage(bucket.id, now, windowMs + bucket.marginMs), (usage): BucketState => ({
+        key: bucket.key,
+        model: bucket.model,
+        limitRequests: bucket.requests,
+        limitTokens: bucket.tokens,
+        fromHeaders: bucket.fromHeaders,
+        usedRequests: usage.requests,
+        usedTokens: usage.tokens,
+        nextResetMs: usage.nextExpiryMs,
+        waiting: bucket.waiting,
+        blockedMs: Math.max(0, bucket.blockedUntil - now),
+        marginMs: bucket.marginMs
+      }))
+
+    const snapshot = Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => Effect.forEach([...buckets.values()], (bucket) => stateOf(bucket, now))
+    )
+    const publish = Effect.flatMap(snapshot, (all) => SubscriptionRef.set(states, all))
+
+    const limitsOf = (bucket: Bucket) => ({
+      requests: bucket.requests,
+      tokens: bucket.tokens,
+      windowMs: windowMs + bucket.marginMs
+    })
+
+    const tooLarge = (bucket: Bucket, tokens: number) =>
+      new RequestTooLarge({
+        message: `a request to ${bucket.model} needs about ${tokens} tokens, more than the ${bucket.tokens} ` +
+          `the quota allows per window: lower max_tokens or shorten the input`,
+        model: bucket.model,
+        requested: tokens,
+        limit: bucket.tokens
+      })
+
+    /** Runs `work` when every caller that arrived earlier at this bucket is done. */
+    const inLine = <A, E>(bucket: Bucket, work: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const mine = yield* Deferred.make<void>()
+          const previous = bucket.tail
+          bucket.tail = mine
+          bucket.waiting++
+          const leave = Effect.sync(() => {
+            bucket.waiting--
+          })
+          if (previous !== undefined) {
+            // interrupted while waiting: whoever is behind waits for whoever is ahead
+            yield* restore(Deferred.await(previous)).pipe(
+              Effect.onInterrupt(() => Effect.zipRight(Deferred.completeWith(mine, Deferred.await(previous)), leave))
+            )
+          }
+          return yield* restore(work).pipe(
+            Effect.ensuring(Effect.zipRight(
+              leave,
+              Effect.suspend(() => {
+                if (bucket.tail === mine) bucket.tail = undefined
+                return Deferred.succeed(mine, undefined)
+              })
+            ))
+          )
+        })
+      )
+
+    const permit = (bucket: Bucket, id: number, tokens: number): Permit => ({
+      tokens,
+      reconcile: (actual) =>
+        actual > tokens || (reconcileMode === "actual" && actual !== tokens)
+          ? Effect.zipRight(store.adjust(bucket.id, id, actual), publish)
+          : Effect.void,
+      cancel: Effect.zipRight(store.remove(bucket.id, id), publish),
+      refund: Effect.zipRight(store.adjust(bucket.id, id, 0), publish)
+    })
+
+    const acquire: RateLimiter.Service["acquire"] = (request) => {
+      const bucket = bucketOf(request.key, request.model)
+      if (request.tokens > bucket.tokens) return Effect.fail(tooLarge(bucket, request.tokens))
+      const attempt: Effect.Effect<Permit, RequestTooLarge> = Effect.gen(function*() {
+        while (true) {
+          if (request.tokens > bucket.tokens) return yield* Effect.fail(tooLarge(bucket, request.tokens))
+          const now = yield* Clock.currentTimeMillis
+          const reservation = bucket.blockedUntil > now
+            ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
+            : yield* store.reserve(bucket.id, now, request.tokens, limitsOf(bucket))
+          if (reservation._tag === "Admitted") {
+            yield* Metric.increment(ClientMetrics.limiterAdmitted)
+            yield* Metric.incrementBy(ClientMetrics.limiterTokensReserved, request.tokens)
+            return permit(bucket, reservation.id, request.tokens)
+          }
+          if (reservation._tag === "TooLarge") return yield* Effect.fail(tooLarge(bucket, request.tokens))
+          yield* Effect.sleep(Duration.millis(reservation.waitMs))
+        }
+      })
+      // the wait counts from arrival: time in line behind others as well as time at the head
+      return Effect.gen(function*() {
+        const arrived = yield* Clock.currentTimeMillis
+        const granted = yield* Effect.ensuring(inLine(bucket, Effect.zipRight(publish, attempt)), publish)
+        const waited = (yield* Clock.currentTimeMillis) - arrived
+        if (waited > 0) yield* Metric.incrementBy(ClientMetrics.limiterWaitMillis, waited)
+        return granted
+      })
+    }
+
+    const wouldWait: RateLimiter.Service["wouldWait"] = (request) =>
+      Effect.gen(function*() {
+        const bucket = bucketOf(request.key, request.model)
+        const now = yield* Clock.currentTimeMillis
+        if (bucket.waiting > 0 || bucket.blockedUntil > now) return true
+        const usage = yield* store.usage(bucket.id, now, windowMs + bucket.marginMs)
+        return usage.requests + 1 > bucket.requests || usage.tokens + request.tokens > bucket.tokens
+      })
+
+    const learn: RateLimiter.Service["learn"] = (key, model, info, status) =>
+      Effect.gen(function*() {
+        const bucket = bucketOf(key, model)
+        const now = yield* Clock.currentTimeMillis
+        if (info.limitRequests !== undefined && info.limitRequests > 0) {
+          bucket.requests = info.limitRequests
+          bucket.fromHeaders = true
+        }
+        if (info.limitTokens !== undefined && info.limitTokens > 0) {
+          bucket.tokens = info.limitTokens
+          bucket.fromHeaders = true
+        }
+        if (status === 429) {
+          const wait = Option.match(info.serverWait, { onNone: () => defaultBlockMs, onSome: Duration.toMillis })
+          bucket.blockedUntil = Math.max(bucket.blockedUntil, now + wait)
+          bucket.marginMs = Math.min(maxMarginMs, bucket.marginMs + marginStepMs)
+        }
+        // usage the server counts and this process did not send (another process on the key, or requests the
+        // server received later than they were sent here): counted until the server's reset, so that they leave
+        // the window when the server says its count drops
+        const usage = yield* store.usage(bucket.id, now, windowMs + bucket.marginMs)
+        const serverRequests = info.limitRequests !== undefined && info.remainingRequests !== undefined
+          ? info.limitRequests - info.remainingRequests
+          : 0
+        const serverTokens = info.limitTokens !== undefined && info.remainingTokens !== undefined
+          ? info.limitTokens - info.remainingTokens
+          : 0
+        const extraRequests = Math.max(0, serverRequests - usage.requests)
+        const extraTokens = Math.max(0, serverTokens - usage.tokens)
+        const since = (reset: Duration.Duration | undefined) =>
+          Math.min(now, now + (reset === undefined ? windowMs : Duration.toMillis(reset)) - windowMs)
+        if (extraRequests > 0) yield* store.add(bucket.id, since(info.resetRequests), extraRequests, 0)
+        if (extraTokens > 0) yield* store.add(bucket.id, since(info.resetTokens), 0, extraTokens)
+        yield* publish
+      })
+
+    const learnModels: RateLimiter.Service["learnModels"] = (models) =>
+      Effect.sync(() => {
+        for (const model of models.data) {
+          const max = model.meta_data?.max_output_length
+          if (typeof max === "number" && max > 0) learntMaxOutput.set(model.id, max)
+        }
+      })
+
+    const cost: RateLimiter.Service["cost"] = (path, body) => {
+      const estimate = estimator.estimate(path, body)
+      const model = estimate.model
+      const output = !estimate.generates
+        ? 0
+        : estimate.maxOutputTokens ?? (model === undefined ? undefined : maxOutput.get(model)) ??
+          (model === undefined ? undefined : learntMaxOutput.get(model)) ?? options.defaultMaxOutputTokens ?? 1024
+      return { model, tokens: estimate.promptTokens + output }
+    }
+
+    return {
+      cost,
+      acquire,
+      wouldWait,
+      learn,
+      learnModels,
+      snapshot,
+      changes: states.changes,
+      queueRouting: options.queueRouting ?? false,
+      queueTimeout: Duration.decode(options.queueTimeout ?? Duration.minutes(30))
+    }
+  })
+
+/**
+ * A limiter with the memory store and the default estimator.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<RateLimiter> =>
+  Layer.effect(RateLimiter, make(options)).pipe(Layer.provide(Layer.merge(layerMemory, TokenEstimator.layer)))
+
+/**
+ * A limiter on a store and estimator you provide (a shared store, a real tokenizer).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWith = (
+  options: Options = {}
+): Layer.Layer<RateLimiter, never, LimiterStore | TokenEstimator.TokenEstimator> =>
+  Layer.effect(RateLimiter, make(options))
+
+/**
+ * A limiter whose tier comes from the `ClientConfig` (`AIFS_TIER`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFromClientConfig = (options: Options = {}): Layer.Layer<RateLimiter, never, ClientConfig> =>
+  Layer.unwrapEffect(Effect.map(ClientConfig, (config) => layer({ tier: config.tier, ...options })))
+
+const noPermit: Permit = { tokens: 0, reconcile: () => Effect.void, cancel: Effect.void, refund: Effect.void }
+
+/**
+ * No proactive limiting: requests go out at once and only the retry policy reacts to 429s.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerDisabled: Layer.Layer<RateLimiter> = Layer.succeed(RateLimiter, {
+  cost: () => ({ model: undefined, tokens: 0 }),
+  acquire: () => Effect.succeed(noPermit),
+  wouldWait: () => Effect.succeed(false),
+  learn: () => Effect.void,
+  learnModels: () => Effect.void,
+  snapshot: Effect.succeed([]),
+  changes: Stream.make([]),
+  queueRouting: false,
+  queueTimeout: Duration.minutes(30)
+})

@@ -1,0 +1,72 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
+import * as RateLimiter from "../../src/layers/RateLimiter.js"
+import * as Testing from "../../src/layers/Testing.js"
+import * as Chat from "../../src/services/Chat.js"
+import * as Embeddings from "../../src/services/Embeddings.js"
+import { ask, count, waitUntil } from "../helpers/emulator.js"
+
+/**
+ * Runs `total` forked requests to completion under the TestClock: waits (bounded, live) until every request
+ * is either done or waiting in the limiter, then moves the clock to the earliest pending wake-up. The clock
+ * never moves while a request is on the wire, so client and emulator see the same send times.
+ */
+const runToCompletion = <A, E>(fiber: Fiber.Fiber<A, E>, total: number, done: () => number, maxSteps = 400) =>
+  Effect.gen(function*() {
+    const limiter = yield* RateLimiter.RateLimiter
+    for (let step = 0; step < maxSteps; step++) {
+      if (Option.isSome(yield* Fiber.poll(fiber))) return yield* Fiber.join(fiber)
+      yield* waitUntil(
+        "every request is done or waiting in the limiter",
+        Effect.map(limiter.snapshot, (states) => done() + states.reduce((n, s) => n + s.waiting, 0) >= total)
+      )
+      if (Option.isSome(yield* Fiber.poll(fiber))) return yield* Fiber.join(fiber)
+      const now = yield* Clock.currentTimeMillis
+      const wakeUps = Chunk.toReadonlyArray(yield* TestClock.sleeps()).filter((t) => t > now)
+      yield* TestClock.adjust(Math.max(1, Math.min(...wakeUps) - now))
+    }
+    return yield* Effect.dieMessage(`not done after ${maxSteps} clock steps`)
+  })
+
+describe("the proactive rate limiter against the emulator", () => {
+  it.effect("100 requests on a basic-tier key with a short window finish with zero 429s", () =>
+    Effect.gen(function*() {
+      const chat = yield* Chat.Chat
+      const embeddings = yield* Embeddings.Embeddings
+      const before = yield* count(ClientMetrics.rateLimited)
+      let done = 0
+      const requests = Array.from({ length: 100 }, (_, i) => i)
+      const fiber = yield* Effect.fork(Effect.forEach(requests, (i) => {
+        const call = i % 4 === 0
+          ? Effect.asVoid(embeddings.create({ model: "text-embedding-ada-002", input: [`text ${i}`] }))
+          : Effect.asVoid(chat.create(ask(i % 2 === 0 ? "gpt-4o" : "Llama-3.3-70B-Instruct", `question ${i}`, {
+            max_tokens: 40
+          })))
+        return Effect.ensuring(call, Effect.sync(() => done++))
+      }, { concurrency: "unbounded" }))
+      yield* runToCompletion(fiber, requests.length, () => done)
+      assert.strictEqual(done, 100)
+      assert.strictEqual((yield* count(ClientMetrics.rateLimited)) - before, 0)
+      // the limits the proprietary models sent were learnt
+      const states = yield* (yield* RateLimiter.RateLimiter).snapshot
+      assert.isTrue(states.find((s) => s.model === "gpt-4o")?.fromHeaders)
+      assert.isFalse(states.find((s) => s.model === "Llama-3.3-70B-Instruct")?.fromHeaders)
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "6 seconds", rateLimiter: { margin: 0 } }))))
+
+  it.effect("a request larger than the whole token quota fails at once, before it is sent", () =>
+    Effect.gen(function*() {
+      const chat = yield* Chat.Chat
+      const before = yield* count(ClientMetrics.limiterAdmitted)
+      const error = yield* Effect.flip(chat.create(ask("Llama-3.3-70B-Instruct", "hi", { max_tokens: 20_000 })))
+      assert.strictEqual(error._tag, "RequestTooLarge")
+      // refused by the client: no status (the server's own refusal would carry its 429)
+      if (error._tag === "RequestTooLarge") assert.isUndefined(error.status)
+      assert.strictEqual((yield* count(ClientMetrics.limiterAdmitted)) - before, 0)
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic" }))))
+})

@@ -1,0 +1,189 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import * as RateLimiter from "../../src/layers/RateLimiter.js"
+import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
+
+const limiterWith = (options: RateLimiter.Options) =>
+  Effect.provide(RateLimiter.RateLimiter, RateLimiter.layer({ margin: 0, ...options }))
+
+const ticket = (tokens = 10, model = "m") => ({ key: "key#1", model, tokens })
+
+/** Moves the TestClock in steps until `fiber` is done; bounded in steps. */
+const driveUntilDone = <A, E>(fiber: Fiber.Fiber<A, E>, step: Duration.DurationInput, maxSteps = 1000) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < maxSteps; i++) {
+      if (Option.isSome(yield* Fiber.poll(fiber))) return yield* Fiber.join(fiber)
+      yield* TestClock.adjust(step)
+    }
+    return yield* Effect.dieMessage(`not done after ${maxSteps} steps`)
+  })
+
+/** The largest number of admissions within any interval of `windowMs` starting at an admission. */
+const maxInAnyWindow = (times: ReadonlyArray<number>, windowMs: number): number =>
+  Math.max(0, ...times.map((t) => times.filter((u) => u >= t && u < t + windowMs).length))
+
+describe("RateLimiter", () => {
+  it.effect("never admits more than the request quota in any interval of the window's length", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 5, tpm: 1_000_000 } }, window: "10 seconds" })
+      const times: Array<number> = []
+      const all = Effect.forEach(
+        Array.from({ length: 23 }, () => ticket()),
+        (t) =>
+          Effect.zipRight(
+            limiter.acquire(t),
+            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => times.push(now)))
+          ),
+        { concurrency: "unbounded" }
+      )
+      const fiber = yield* Effect.fork(all)
+      yield* driveUntilDone(fiber, "250 millis")
+      assert.strictEqual(times.length, 23)
+      assert.strictEqual(maxInAnyWindow(times, 10_000), 5)
+      // and it used the quota: 23 requests at 5 per 10 s take four full windows, not more
+      assert.isAtMost(Math.max(...times), 40_250)
+    }))
+
+  it.effect("never admits more than the token quota in any window, and a request that can never fit fails at once", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 1000, tpm: 100 } }, window: "10 seconds" })
+      const times: Array<number> = []
+      const fiber = yield* Effect.fork(Effect.forEach(
+        Array.from({ length: 9 }, () => ticket(30)),
+        (t) =>
+          Effect.zipRight(
+            limiter.acquire(t),
+            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => times.push(now)))
+          ),
+        { concurrency: "unbounded" }
+      ))
+      yield* driveUntilDone(fiber, "500 millis")
+      assert.strictEqual(maxInAnyWindow(times, 10_000), 3)
+      const error = yield* Effect.flip(limiter.acquire(ticket(101)))
+      assert.strictEqual(error._tag, "RequestTooLarge")
+      assert.strictEqual(error.limit, 100)
+      assert.strictEqual(error.requested, 101)
+    }))
+
+  it.effect("serves waiting callers in arrival order", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 1, tpm: 1_000_000 } }, window: "1 second" })
+      const order: Array<number> = []
+      const fibers = []
+      for (let i = 0; i < 6; i++) {
+        fibers.push(yield* Effect.fork(Effect.zipRight(limiter.acquire(ticket()), Effect.sync(() => order.push(i)))))
+        yield* Effect.yieldNow()
+      }
+      yield* driveUntilDone(Fiber.all(fibers), "100 millis")
+      assert.deepStrictEqual(order, [0, 1, 2, 3, 4, 5])
+    }))
+
+  it.effect("an interrupted waiter gives up its place and the ones behind it move up", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 1, tpm: 1_000_000 } }, window: "10 seconds" })
+      yield* limiter.acquire(ticket())
+      const head = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* Effect.yieldNow()
+      const second = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* Effect.yieldNow()
+      const third = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* Effect.yieldNow()
+      assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 3)
+      yield* Fiber.interrupt(second)
+      assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 2)
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(head)
+      assert.isTrue(Option.isNone(yield* Fiber.poll(third)))
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(third)
+      // the interrupted caller's request was never counted
+      assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 1)
+    }))
+
+  it.effect("reconciles with usage: higher usage raises the count, lower usage is kept unless configured", () =>
+    Effect.gen(function*() {
+      const keep = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 1000 } } })
+      const p1 = yield* keep.acquire(ticket(300))
+      yield* p1.reconcile(100)
+      assert.strictEqual((yield* keep.snapshot)[0]?.usedTokens, 300)
+      yield* p1.reconcile(450)
+      assert.strictEqual((yield* keep.snapshot)[0]?.usedTokens, 450)
+
+      const actual = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 1000 } }, reconcile: "actual" })
+      const p2 = yield* actual.acquire(ticket(300))
+      yield* p2.reconcile(100)
+      assert.strictEqual((yield* actual.snapshot)[0]?.usedTokens, 100)
+    }))
+
+  it.effect("a failed request gives back what it reserved: tokens always, the request when never counted", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 1000 } } })
+      const refunded = yield* limiter.acquire(ticket(300))
+      yield* refunded.refund
+      const cancelled = yield* limiter.acquire(ticket(200))
+      yield* cancelled.cancel
+      const state = (yield* limiter.snapshot)[0]
+      assert.strictEqual(state?.usedTokens, 0)
+      assert.strictEqual(state?.usedRequests, 1)
+    }))
+
+  it.effect("live headers replace the preset limits and count usage the process did not send", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ tier: "standard4000" })
+      yield* limiter.acquire(ticket(10, "gpt-4o"))
+      yield* limiter.learn(
+        "key#1",
+        "gpt-4o",
+        new RateLimitInfo({
+          limitRequests: 3,
+          limitTokens: 500,
+          remainingRequests: 1,
+          remainingTokens: 400,
+          observedAt: 0
+        }),
+        200
+      )
+      const state = (yield* limiter.snapshot).find((s) => s.model === "gpt-4o")
+      assert.strictEqual(state?.limitRequests, 3)
+      assert.strictEqual(state?.limitTokens, 500)
+      assert.isTrue(state?.fromHeaders)
+      // the server counts 2 requests and 100 tokens; this process sent 1 request of 10 tokens
+      assert.strictEqual(state?.usedRequests, 2)
+      assert.strictEqual(state?.usedTokens, 100)
+      // one more fits, the next waits for the window
+      yield* limiter.acquire(ticket(10, "gpt-4o"))
+      assert.isTrue(yield* limiter.wouldWait(ticket(10, "gpt-4o")))
+    }))
+
+  it.effect("an unpredicted 429 closes the bucket until the server's reset and widens the margin", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 100_000 } }, margin: "100 millis" })
+      yield* limiter.learn("key#1", "m", new RateLimitInfo({ retryAfter: Duration.seconds(3), observedAt: 0 }), 429)
+      const state = (yield* limiter.snapshot)[0]
+      assert.strictEqual(state?.blockedMs, 3000)
+      assert.strictEqual(state?.marginMs, 350)
+      const fiber = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* TestClock.adjust("2999 millis")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(fiber)))
+      yield* TestClock.adjust("1 millis")
+      yield* Fiber.join(fiber)
+    }))
+
+  it.effect("estimates a chat body: prompt plus the output cap, or the default cap, or the learnt one", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ defaultMaxOutputTokens: 500 })
+      const body = { model: "m", messages: [{ role: "user", content: "Hello there" }] }
+      // 3 priming + 3 per message + "Hello" (2) + "there" (2)
+      assert.deepStrictEqual(limiter.cost("/chat/completions", { ...body, max_tokens: 50 }), { model: "m", tokens: 60 })
+      assert.deepStrictEqual(limiter.cost("/chat/completions", body), { model: "m", tokens: 510 })
+      assert.deepStrictEqual(limiter.cost("/embeddings", { model: "e", input: ["abcd", "abcdefgh"] }), {
+        model: "e",
+        tokens: 3
+      })
+    }))
+})
