@@ -46,3 +46,32 @@ export * as CompletionsSchema from "./schemas/Completions.js"
 export * as EmbeddingsSchema from "./schemas/Embeddings.js"
 /** Model schemas. @since 0.1.0 */
 export * as ModelsSchema from "./schemas/Models.js"
+
+/** The authenticated retrieval-gateway client and its `request` escape hatch. @since 0.1.0 */
+export * as Gateway from "./services/gateway/Gateway.js"
+/** Gateway authentication: login, token reuse and refresh. @since 0.1.0 */
+export * as Auth from "./services/gateway/Auth.js"
+/** Gateway config manager. @since 0.1.0 */
+export * as ConfigManager from "./services/gateway/ConfigManager.js"
+/** Gateway user manager. @since 0.1.0 */
+export * as UserManager from "./services/gateway/UserManager.js"
+/** Gateway file manager. @since 0.1.0 */
+export * as FileManager from "./services/gateway/FileManager.js"
+/** Gateway ingest master. @since 0.1.0 */
+export * as IngestMaster from "./services/gateway/IngestMaster.js"
+/** Gateway chat sessions. @since 0.1.0 */
+export * as ChatSessions from "./services/gateway/ChatSessions.js"
+/** Gateway query pipeline. @since 0.1.0 */
+export * as QueryPipeline from "./services/gateway/QueryPipeline.js"
+/** The retrieval workflow: ingest, open a session, ask. @since 0.1.0 */
+export * as Rag from "./services/gateway/Rag.js"
+/** The transport of the gateway. @since 0.1.0 */
+export * as GatewayHttpClient from "./services/gateway/GatewayHttpClient.js"
+/** Gateway configuration. @since 0.1.0 */
+export * as GatewayConfig from "./layers/GatewayConfig.js"
+/** The HTTP stack behind the gateway transport. @since 0.1.0 */
+export * as GatewayHttp from "./layers/GatewayHttp.js"
+/** All gateway services in one layer. @since 0.1.0 */
+export * as GatewayLayer from "./layers/Gateway.js"
+/** Gateway schemas. @since 0.1.0 */
+export * as GatewaySchema from "./schemas/Gateway.js"

@@ -22,6 +22,7 @@ import * as Embeddings from "../services/Embeddings.js"
 import * as Models from "../services/Models.js"
 import { demo } from "./demo.js"
 import { client } from "./environment.js"
+import { ragCommand } from "./rag.js"
 
 const write = (text: string) => Effect.sync(() => process.stdout.write(text))
 
@@ -142,7 +143,7 @@ const emulatorCommand = Command.make(
 
 const aifs = Command.make("aifs").pipe(
   Command.withDescription("effect-aifs: AI Foundation Services from the command line (emulator when no key is set)"),
-  Command.withSubcommands([demoCommand, modelsCommand, chatCommand, embedCommand, emulatorCommand])
+  Command.withSubcommands([demoCommand, modelsCommand, chatCommand, embedCommand, emulatorCommand, ragCommand])
 )
 
 /**

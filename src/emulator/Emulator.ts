@@ -13,8 +13,11 @@ import * as Layer from "effect/Layer"
 import { createServer, type Server } from "node:http"
 import * as App from "./app.js"
 import { catalogue } from "./catalogue.js"
+import { developmentUsers, type UserSpec as GatewayUserSpec } from "./gateway/state.js"
 import { developmentKey, EmulatorState, type KeySpec, type Options } from "./state.js"
 
+export type { GatewayOptions, UserSpec as GatewayUserSpec } from "./gateway/state.js"
+export { developmentUsers as developmentGatewayUsers } from "./gateway/state.js"
 export type { KeySpec, Options } from "./state.js"
 export { developmentKey, developmentKeys } from "./state.js"
 
@@ -49,6 +52,10 @@ export declare namespace Emulator {
     readonly keys: ReadonlyArray<KeySpec>
     /** The first accepted key of a tier. */
     readonly keyFor: (tier: string) => string | undefined
+    /** The retrieval gateway's base URL (`<url>/gateway`). */
+    readonly gatewayUrl: string
+    /** The users the gateway accepts (with their passwords: development credentials, not secrets). */
+    readonly gatewayUsers: ReadonlyArray<GatewayUserSpec>
   }
 }
 
@@ -95,7 +102,9 @@ const serveWith = (server: Server, options: ServeOptions): Layer.Layer<Emulator,
         queueUrl: `${url}/queue`,
         port,
         keys,
-        keyFor: (tier: string) => keys.find((k) => k.tier === tier)?.key
+        keyFor: (tier: string) => keys.find((k) => k.tier === tier)?.key,
+        gatewayUrl: `${url}/gateway`,
+        gatewayUsers: options.gateway?.users ?? developmentUsers
       }
     })
   )

@@ -10,6 +10,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as GatewayRoutes from "./gateway/routes.js"
 import { detail } from "./http.js"
 import * as Chat from "./routes/chat.js"
 import * as Completions from "./routes/completions.js"
@@ -39,7 +40,8 @@ export const make = (state: EmulatorState): HttpApp.Default<never, never> => {
     )
   const router = HttpRouter.empty.pipe(
     HttpRouter.mount("/v2", inference("reject")),
-    HttpRouter.mount("/queue", inference("wait"))
+    HttpRouter.mount("/queue", inference("wait")),
+    HttpRouter.mount("/gateway", GatewayRoutes.router(state.gateway))
   )
   const app = router.pipe(
     Effect.catchTags({

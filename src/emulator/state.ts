@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
+import { type GatewayOptions, GatewayState } from "./gateway/state.js"
 import { type Quota, SlidingWindow, tierQuotas } from "./limits.js"
 
 /**
@@ -36,6 +37,8 @@ export interface Options {
   readonly streamChunkDelay?: Duration.DurationInput | undefined
   /** Longest a queue request waits for capacity before a 429 (default 10 minutes). */
   readonly queueMaxWait?: Duration.DurationInput | undefined
+  /** The retrieval gateway at `/gateway`: users, token lifetime, upload and ingestion timing. */
+  readonly gateway?: GatewayOptions | undefined
 }
 
 /**
@@ -71,6 +74,8 @@ export class EmulatorState {
   readonly tiers: Readonly<Record<string, Quota>>
   readonly streamChunkDelayMs: number
   readonly queueMaxWaitMs: number
+  /** The retrieval gateway served at `/gateway`. */
+  readonly gateway: GatewayState
   private readonly windows = new Map<string, SlidingWindow>()
   private counter = 0
 
@@ -80,6 +85,7 @@ export class EmulatorState {
     this.tiers = { ...tierQuotas, ...options.tiers }
     this.streamChunkDelayMs = Duration.toMillis(Duration.decode(options.streamChunkDelay ?? Duration.zero))
     this.queueMaxWaitMs = Duration.toMillis(Duration.decode(options.queueMaxWait ?? Duration.minutes(10)))
+    this.gateway = new GatewayState(options.gateway)
     for (const spec of this.keys.values()) {
       if (this.tiers[spec.tier] === undefined) throw new Error(`emulator: key tier "${spec.tier}" has no quota`)
     }

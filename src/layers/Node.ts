@@ -8,8 +8,11 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Layer from "effect/Layer"
+import type { GatewayHttpClient } from "../services/gateway/GatewayHttpClient.js"
 import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
 import * as ClientConfig from "./ClientConfig.js"
+import * as Gateway from "./Gateway.js"
+import * as GatewayConfig from "./GatewayConfig.js"
 import * as Inference from "./Inference.js"
 import type * as RateLimiter from "./RateLimiter.js"
 
@@ -91,3 +94,46 @@ export const layerFromEnvWith = (options: LayerOptions): Layer.Layer<Services, C
  * @category layers
  */
 export const httpClient = NodeHttpClient.layerUndici
+
+/**
+ * What the Node gateway layers provide: every gateway service, its transport and its configuration.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type GatewayServices = Gateway.Services | GatewayHttpClient | GatewayConfig.GatewayConfig
+
+const withGatewayConfig = <E>(
+  config: Layer.Layer<GatewayConfig.GatewayConfig, E>
+): Layer.Layer<GatewayServices, E> =>
+  Gateway.layerHttp.pipe(Layer.provideMerge(config), Layer.provide(NodeHttpClient.layerUndici))
+
+/**
+ * Every retrieval-gateway service, from options. Separate from the inference layers: the gateway client
+ * never sees the inference key.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerGateway = (options: GatewayConfig.Options): Layer.Layer<GatewayServices> =>
+  withGatewayConfig(GatewayConfig.layer(options))
+
+/**
+ * Every retrieval-gateway service, from `Config` values.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerGatewayConfig = (
+  config: Config.Config.Wrap<GatewayConfig.Options>
+): Layer.Layer<GatewayServices, ConfigError.ConfigError> => withGatewayConfig(GatewayConfig.layerConfig(config))
+
+/**
+ * Every retrieval-gateway service, from the `AIFS_GATEWAY_*` environment variables.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerGatewayFromEnv: Layer.Layer<GatewayServices, ConfigError.ConfigError> = withGatewayConfig(
+  GatewayConfig.layerFromEnv
+)

@@ -13,8 +13,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Emulator from "../emulator/Emulator.js"
+import type { GatewayHttpClient } from "../services/gateway/GatewayHttpClient.js"
 import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
 import * as ClientConfig from "./ClientConfig.js"
+import * as Gateway from "./Gateway.js"
+import * as GatewayConfig from "./GatewayConfig.js"
+import * as GatewayHttp from "./GatewayHttp.js"
 import * as Inference from "./Inference.js"
 import * as InferenceHttp from "./InferenceHttp.js"
 import * as Node from "./Node.js"
@@ -226,4 +230,83 @@ const customLimits = (options: LayerEmulatorOptions): Record<string, Partial<Rat
   const quota = options.tiers?.[tier]
   if (quota === undefined) return undefined
   return Object.fromEntries(Emulator.models.map((model) => [model, { rpm: quota.rpm, tpm: quota.tpm }]))
+}
+
+/**
+ * Options of `layerGatewayHttp`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LayerGatewayHttpOptions {
+  /** Gateway configuration (default: user `test-user`, password `test-password`, `http://gateway.test`). */
+  readonly config?: Partial<GatewayConfig.Options> | undefined
+  /** Retry policy settings (default: the library's defaults). */
+  readonly retry?: RetryPolicy.Options | undefined
+}
+
+/**
+ * Every gateway service on the scripted transport: the real client (login, token reuse and refresh, error
+ * mapping, retries, decoding) against your answers.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerGatewayHttp = (
+  handler: Handler,
+  options: LayerGatewayHttpOptions = {}
+): Layer.Layer<Gateway.Services | GatewayHttpClient | GatewayConfig.GatewayConfig> =>
+  Gateway.layer.pipe(
+    Layer.provideMerge(GatewayHttp.layer),
+    Layer.provideMerge(GatewayConfig.layer({
+      username: "test-user",
+      password: "test-password",
+      url: "http://gateway.test",
+      ...options.config
+    })),
+    Layer.provide(Layer.mergeAll(
+      Layer.succeed(HttpClient.HttpClient, httpClient(handler)),
+      RetryPolicy.layer(options.retry)
+    ))
+  )
+
+/**
+ * Options of `layerGatewayEmulator`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LayerGatewayEmulatorOptions extends Emulator.ServeOptions {
+  /** The gateway user the client logs in as (default: the first user with `CHAT_USER`). */
+  readonly username?: string | undefined
+  /** Client configuration besides URL and credentials (query-pipeline path, refresh, retries). */
+  readonly client?: Partial<GatewayConfig.Options> | undefined
+}
+
+/**
+ * The emulator on a loopback port and every gateway service logged in against its `/gateway`: real
+ * sockets, no network. The emulator stops when the layer's scope closes.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerGatewayEmulator = (
+  options: LayerGatewayEmulatorOptions = {}
+): Layer.Layer<Node.GatewayServices | Emulator.Emulator, HttpServerError.ServeError> => {
+  const client = Layer.unwrapEffect(
+    Effect.map(Emulator.Emulator, (emulator) => {
+      const user = emulator.gatewayUsers.find((u) =>
+        options.username === undefined
+          ? (u.roles ?? ["CHAT_USER"]).includes("CHAT_USER")
+          : u.username === options.username
+      )
+      return Node.layerGateway({
+        ...options.client,
+        url: emulator.gatewayUrl,
+        username: user?.username ?? options.username ?? "",
+        password: user?.password ?? ""
+      })
+    })
+  )
+  return client.pipe(Layer.provideMerge(Emulator.layer(options)))
 }

@@ -1,0 +1,157 @@
+/**
+ * Configuration of the retrieval gateway client: its own URL, user and password (never the inference key),
+ * the query pipeline's service path, token refresh, retries and timeouts.
+ *
+ * @since 0.1.0
+ */
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { duration } from "./ClientConfig.js"
+
+/**
+ * The real gateway.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultUrl = "https://api-gateway.ai.t-systems.net"
+
+/**
+ * The query pipeline's service path as the API reference names it; the guides say `query-pipelines`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultQueryPipelinePath = "query-pipeline"
+
+/**
+ * The resolved configuration.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class GatewayConfig extends Context.Tag("effect-aifs/GatewayConfig")<GatewayConfig, GatewayConfig.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace GatewayConfig {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** The gateway's base URL, without a trailing slash. */
+    readonly url: string
+    /** The gateway user. */
+    readonly username: string
+    /** The user's password, never shown. */
+    readonly password: Redacted.Redacted<string>
+    /** Service path of the query pipeline (`query-pipeline` or `query-pipelines`). */
+    readonly queryPipelinePath: string
+    /** How long before its expiry a token is replaced (at most a fifth of its lifetime). */
+    readonly refreshAhead: Duration.Duration
+    /** Retries after the first attempt. */
+    readonly maxRetries: number
+    /** Time limit of one attempt. */
+    readonly timeout: Duration.Duration
+  }
+}
+
+/**
+ * What `make` and `layer` take; everything but the credentials has a default.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** The gateway's base URL (default: the real gateway). */
+  readonly url?: string | undefined
+  /** The gateway user. */
+  readonly username: string
+  /** The password. */
+  readonly password: Redacted.Redacted<string> | string
+  /** Service path of the query pipeline (default `query-pipeline`). */
+  readonly queryPipelinePath?: string | undefined
+  /** How long before expiry to replace a token (default 60 s). */
+  readonly refreshAhead?: Duration.DurationInput | undefined
+  /** Retries after the first attempt (default 4). */
+  readonly maxRetries?: number | undefined
+  /** Time limit of one attempt (default 2 minutes). */
+  readonly timeout?: Duration.DurationInput | undefined
+}
+
+const trim = (text: string): string => text.replace(/\/+$/, "").replace(/^\/+/, "")
+
+/**
+ * Resolves options into a configuration.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options): GatewayConfig.Service => ({
+  url: (options.url ?? defaultUrl).replace(/\/+$/, ""),
+  username: options.username,
+  password: Redacted.isRedacted(options.password) ? options.password : Redacted.make(options.password),
+  queryPipelinePath: trim(options.queryPipelinePath ?? defaultQueryPipelinePath),
+  refreshAhead: Duration.decode(options.refreshAhead ?? Duration.seconds(60)),
+  maxRetries: options.maxRetries ?? 4,
+  timeout: Duration.decode(options.timeout ?? Duration.minutes(2))
+})
+
+/**
+ * A configuration from plain options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<GatewayConfig> => Layer.succeed(GatewayConfig, make(options))
+
+/**
+ * A configuration read from `Config` values.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options>
+): Layer.Layer<GatewayConfig, ConfigError.ConfigError> =>
+  Layer.effect(GatewayConfig, Effect.map(Config.unwrap(config), make))
+
+/**
+ * The environment variables read by `layerFromEnv`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const fromEnv: Config.Config<Options> = Config.all({
+  url: Config.string("AIFS_GATEWAY_URL").pipe(
+    Config.withDefault(defaultUrl),
+    Config.withDescription("Base URL of the retrieval gateway")
+  ),
+  username: Config.string("AIFS_GATEWAY_USERNAME").pipe(Config.withDescription("Gateway user name")),
+  password: Config.redacted("AIFS_GATEWAY_PASSWORD").pipe(Config.withDescription("Gateway password")),
+  queryPipelinePath: Config.string("AIFS_GATEWAY_QUERY_PIPELINE").pipe(Config.withDefault(defaultQueryPipelinePath)),
+  refreshAhead: duration("AIFS_GATEWAY_REFRESH_AHEAD").pipe(Config.withDefault(Duration.seconds(60))),
+  maxRetries: Config.integer("AIFS_GATEWAY_MAX_RETRIES").pipe(
+    Config.validate({ message: "Expected a number of retries from 0 to 100", validation: (n) => n >= 0 && n <= 100 }),
+    Config.withDefault(4)
+  ),
+  timeout: duration("AIFS_GATEWAY_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2)))
+})
+
+/**
+ * The configuration from `AIFS_GATEWAY_*` environment variables (user name and password are required).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFromEnv: Layer.Layer<GatewayConfig, ConfigError.ConfigError> = Layer.effect(
+  GatewayConfig,
+  Effect.map(fromEnv, make)
+)

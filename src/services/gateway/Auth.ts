@@ -1,0 +1,197 @@
+/**
+ * Gateway authentication: logs in with `POST /api/v1/auth/user`, keeps the token, reads its expiry (JWT
+ * `exp`, else `expires_in`), replaces it ahead of expiry, and makes concurrent callers share one login.
+ * `authenticated` runs a call with the token and, on a 401, logs in again once and repeats the call.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Encoding from "effect/Encoding"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Ref from "effect/Ref"
+import type { ApiError } from "../../schemas/Errors.js"
+import { AccessToken } from "../../schemas/Gateway.js"
+import { GatewayHttpClient } from "./GatewayHttpClient.js"
+
+/**
+ * A token and when it stops being used.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Token {
+  /** The bearer token. */
+  readonly token: Redacted.Redacted<string>
+  /** When it was obtained (epoch millis, from `Clock`). */
+  readonly obtainedAt: number
+  /** When it expires (epoch millis), if known; unknown expiry means "until a 401". */
+  readonly expiresAt: number | undefined
+  /** When it is replaced before use (epoch millis), if its expiry is known. */
+  readonly refreshAt: number | undefined
+}
+
+/**
+ * Gateway authentication.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Auth extends Context.Tag("effect-aifs/gateway/Auth")<Auth, Auth.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace Auth {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Logs in now, replacing the kept token (shared with concurrent callers). */
+    readonly login: () => Effect.Effect<Token, ApiError>
+    /** The kept token while it is fresh, else one from a new login (one login for all concurrent callers). */
+    readonly token: () => Effect.Effect<Redacted.Redacted<string>, ApiError>
+    /** Forgets `token` if it is still the kept one (after the server refused it). */
+    readonly invalidate: (token: Redacted.Redacted<string>) => Effect.Effect<void>
+    /**
+     * Runs `call` with a token; when the server answers 401, logs in again (once) and repeats it. A login
+     * that fails is returned as is (wrong password: `Unauthorized`, at once).
+     */
+    readonly authenticated: <A>(
+      call: (token: Redacted.Redacted<string>) => Effect.Effect<A, ApiError>
+    ) => Effect.Effect<A, ApiError>
+    /** How many logins were sent (for metrics and tests). */
+    readonly logins: Effect.Effect<number>
+  }
+}
+
+/**
+ * Credentials and refresh settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** User name. */
+  readonly username: string
+  /** Password. */
+  readonly password: Redacted.Redacted<string> | string
+  /** How long before expiry to replace a token (default 60 s; at most a fifth of the token's lifetime). */
+  readonly refreshAhead?: Duration.DurationInput | undefined
+}
+
+/**
+ * The `exp` claim of a JWT in epoch millis, if the token is a JWT that has one.
+ *
+ * @since 0.1.0
+ * @category tokens
+ */
+export const jwtExpiry = (token: string): number | undefined => {
+  const parts = token.split(".")
+  if (parts.length !== 3) return undefined
+  const decoded = Encoding.decodeBase64UrlString(parts[1]!)
+  if (Either.isLeft(decoded)) return undefined
+  try {
+    const claims = JSON.parse(decoded.right) as unknown
+    if (typeof claims !== "object" || claims === null) return undefined
+    const exp = (claims as { exp?: unknown }).exp
+    return typeof exp === "number" && Number.isFinite(exp) ? exp * 1000 : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Builds the service on the `GatewayHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options): Effect.Effect<Auth.Service, never, GatewayHttpClient> =>
+  Effect.gen(function*() {
+    const http = yield* GatewayHttpClient
+    const password = Redacted.isRedacted(options.password) ? options.password : Redacted.make(options.password)
+    const refreshAhead = Duration.toMillis(Duration.decode(options.refreshAhead ?? Duration.seconds(60)))
+    const current = yield* Ref.make<Option.Option<Token>>(Option.none())
+    const count = yield* Ref.make(0)
+    const lock = yield* Effect.makeSemaphore(1)
+
+    const isFresh = (token: Token, now: number) => token.refreshAt === undefined || now < token.refreshAt
+
+    const send = Effect.fn("Auth.login")(function*() {
+      yield* Effect.annotateCurrentSpan("gateway.user", options.username)
+      yield* Ref.update(count, (n) => n + 1)
+      const { value } = yield* http.json(
+        HttpClientRequest.post("/api/v1/auth/user").pipe(
+          HttpClientRequest.bodyUnsafeJson({ username: options.username, password: Redacted.value(password) })
+        ),
+        AccessToken
+      )
+      const now = yield* Clock.currentTimeMillis
+      const expiresAt = jwtExpiry(value.access_token) ??
+        (value.expires_in === undefined || value.expires_in === null ? undefined : now + value.expires_in * 1000)
+      const ahead = expiresAt === undefined ? 0 : Math.min(refreshAhead, Math.max(0, expiresAt - now) / 5)
+      const token: Token = {
+        token: Redacted.make(value.access_token),
+        obtainedAt: now,
+        expiresAt,
+        refreshAt: expiresAt === undefined ? undefined : expiresAt - ahead
+      }
+      yield* Ref.set(current, Option.some(token))
+      return token
+    })
+
+    const login = () => lock.withPermits(1)(send())
+
+    const token = (): Effect.Effect<Redacted.Redacted<string>, ApiError> =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const kept = yield* Ref.get(current)
+        if (Option.isSome(kept) && isFresh(kept.value, now)) return kept.value.token
+        // single flight: whoever holds the lock logs in; the others find its token when they get the lock
+        return yield* lock.withPermits(1)(Effect.gen(function*() {
+          const again = yield* Ref.get(current)
+          const later = yield* Clock.currentTimeMillis
+          if (Option.isSome(again) && isFresh(again.value, later)) return again.value.token
+          return (yield* send()).token
+        }))
+      })
+
+    const invalidate = (token: Redacted.Redacted<string>) =>
+      Ref.update(
+        current,
+        (kept) =>
+          Option.isSome(kept) && Redacted.value(kept.value.token) === Redacted.value(token) ? Option.none() : kept
+      )
+
+    const authenticated = <A>(
+      call: (token: Redacted.Redacted<string>) => Effect.Effect<A, ApiError>
+    ): Effect.Effect<A, ApiError> =>
+      Effect.flatMap(token(), (first) =>
+        call(first).pipe(
+          Effect.catchTag("Unauthorized", () =>
+            invalidate(first).pipe(
+              Effect.zipRight(token()),
+              Effect.flatMap(call),
+              Effect.withSpan("Auth.reauthenticate")
+            ))
+        ))
+
+    return { login, token, invalidate, authenticated, logins: Ref.get(count) }
+  })
+
+/**
+ * The service from credentials, on a `GatewayHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<Auth, never, GatewayHttpClient> =>
+  Layer.effect(Auth, make(options))

@@ -1,0 +1,86 @@
+/**
+ * Chat session manager: list and create sessions (documented), get and delete one (the emulator's routes,
+ * `GET`/`DELETE /chat-session-manager/api/v1/sessions/{sessionId}`).
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { ApiError } from "../../schemas/Errors.js"
+import { ChatSession, ChatSessionList, type CreateSessionParams, Deleted } from "../../schemas/Gateway.js"
+import { Gateway } from "./Gateway.js"
+
+/**
+ * The chat session manager.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class ChatSessions
+  extends Context.Tag("effect-aifs/gateway/ChatSessions")<ChatSessions, ChatSessions.Service>()
+{}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace ChatSessions {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** The user's sessions. */
+    readonly list: () => Effect.Effect<ReadonlyArray<ChatSession>, ApiError>
+    /** Creates a session over files or the global knowledge base; answers at least its `sessionId`. */
+    readonly create: (params: CreateSessionParams) => Effect.Effect<ChatSession, ApiError>
+    /** One session with its history (undocumented route). */
+    readonly get: (sessionId: string) => Effect.Effect<ChatSession, ApiError>
+    /** Deletes a session (undocumented route). */
+    readonly delete: (sessionId: string) => Effect.Effect<Deleted, ApiError>
+  }
+}
+
+/**
+ * The service path.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const path = "/chat-session-manager"
+
+/**
+ * Builds the service on the `Gateway` client.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<ChatSessions.Service, never, Gateway> = Effect.gen(function*() {
+  const gateway = yield* Gateway
+  const sessions = `${path}/api/v1/sessions/`
+  const list = Effect.fn("ChatSessions.list")(function*() {
+    return (yield* gateway.send(HttpClientRequest.get(sessions), ChatSessionList)).value
+  })
+  const create = Effect.fn("ChatSessions.create")(function*(params: CreateSessionParams) {
+    const request = HttpClientRequest.post(sessions).pipe(HttpClientRequest.bodyUnsafeJson(params))
+    // a retried create could make two sessions
+    return (yield* gateway.send(request, ChatSession, { retry: false })).value
+  })
+  const get = Effect.fn("ChatSessions.get")(function*(sessionId: string) {
+    return (yield* gateway.send(HttpClientRequest.get(`${sessions}${encodeURIComponent(sessionId)}`), ChatSession))
+      .value
+  })
+  const del = Effect.fn("ChatSessions.delete")(function*(sessionId: string) {
+    return (yield* gateway.send(HttpClientRequest.del(`${sessions}${encodeURIComponent(sessionId)}`), Deleted)).value
+  })
+  return { list, create, get, delete: del }
+})
+
+/**
+ * The service, on a `Gateway` client.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<ChatSessions, never, Gateway> = Layer.effect(ChatSessions, make)

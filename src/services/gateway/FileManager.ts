@@ -1,0 +1,174 @@
+/**
+ * File manager: multipart upload with a repeated `files` field (`POST /file-manager/api/v1/files/?kb=local`)
+ * and status polling by `fileIds` (`GET ...?kb=local&fileIds=a&fileIds=b`).
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { encodeMultipart } from "../../internal/multipartBody.js"
+import { pollUntil } from "../../internal/poll.js"
+import { type ApiError, Timeout } from "../../schemas/Errors.js"
+import { type GatewayFile, GatewayFileList } from "../../schemas/Gateway.js"
+import { Gateway, withQuery } from "./Gateway.js"
+
+/**
+ * A file to upload.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface UploadFile {
+  /** File name, with its extension (the gateway checks the type by it). */
+  readonly name: string
+  /** The content. */
+  readonly content: Uint8Array | string
+  /** Media type (default from the extension, else `application/octet-stream`). */
+  readonly contentType?: string | undefined
+}
+
+/**
+ * Polling settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WaitOptions {
+  /** Knowledge base (default `local`). */
+  readonly kb?: string | undefined
+  /** Pause between polls (default 2 s, as the guide). */
+  readonly interval?: Duration.DurationInput | undefined
+  /** Longest wait (default 5 minutes); then `Timeout`. */
+  readonly timeout?: Duration.DurationInput | undefined
+}
+
+/**
+ * The file manager.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class FileManager extends Context.Tag("effect-aifs/gateway/FileManager")<FileManager, FileManager.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace FileManager {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Uploads files in one request; answers one pending record per file, in order. */
+    readonly upload: (
+      files: ReadonlyArray<UploadFile>,
+      options?: { readonly kb?: string | undefined }
+    ) => Effect.Effect<ReadonlyArray<GatewayFile>, ApiError>
+    /** The current records of files. */
+    readonly list: (
+      fileIds: ReadonlyArray<string>,
+      options?: { readonly kb?: string | undefined }
+    ) => Effect.Effect<ReadonlyArray<GatewayFile>, ApiError>
+    /** Polls until every file is done (`uploaded`, `duplicated`) or failed; `Timeout` after `timeout`. */
+    readonly waitForUploads: (
+      fileIds: ReadonlyArray<string>,
+      options?: WaitOptions
+    ) => Effect.Effect<ReadonlyArray<GatewayFile>, ApiError>
+  }
+}
+
+/**
+ * The service path.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const path = "/file-manager"
+
+const mediaTypes: Record<string, string> = {
+  txt: "text/plain",
+  md: "text/markdown",
+  csv: "text/csv",
+  json: "application/json",
+  html: "text/html",
+  pdf: "application/pdf",
+  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+}
+
+/**
+ * The media type of a file name by its extension.
+ *
+ * @since 0.1.0
+ * @category helpers
+ */
+export const mediaTypeOf = (name: string): string =>
+  mediaTypes[name.split(".").pop()?.toLowerCase() ?? ""] ?? "application/octet-stream"
+
+/**
+ * Builds the service on the `Gateway` client.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<FileManager.Service, never, Gateway> = Effect.gen(function*() {
+  const gateway = yield* Gateway
+  const files = `${path}/api/v1/files/`
+  const upload = Effect.fn("FileManager.upload")(
+    function*(items: ReadonlyArray<UploadFile>, options?: { readonly kb?: string | undefined }) {
+      yield* Effect.annotateCurrentSpan("gateway.files", items.length)
+      const { body, contentType } = encodeMultipart(items.map((item) => ({
+        name: "files",
+        filename: item.name,
+        content: item.content,
+        contentType: item.contentType ?? mediaTypeOf(item.name)
+      })))
+      const request = withQuery(HttpClientRequest.post(files), { kb: options?.kb ?? "local" }).pipe(
+        HttpClientRequest.bodyUint8Array(body, contentType)
+      )
+      // a re-sent upload is answered `duplicated`, which counts as done
+      return (yield* gateway.send(request, GatewayFileList)).value
+    }
+  )
+  const list = Effect.fn("FileManager.list")(
+    function*(fileIds: ReadonlyArray<string>, options?: { readonly kb?: string | undefined }) {
+      const request = withQuery(HttpClientRequest.get(files), { kb: options?.kb ?? "local", fileIds })
+      return (yield* gateway.send(request, GatewayFileList)).value
+    }
+  )
+  const waitForUploads = Effect.fn("FileManager.waitForUploads")(
+    function*(fileIds: ReadonlyArray<string>, options: WaitOptions = {}) {
+      const timeout = Duration.decode(options.timeout ?? Duration.minutes(5))
+      const result = yield* pollUntil(
+        list(fileIds, { kb: options.kb }),
+        (records) => fileIds.every((id) => records.some((r) => r.fileId === id && (r.isDone || r.isFailed))),
+        { interval: options.interval ?? Duration.seconds(2), timeout }
+      )
+      return yield* Option.match(result, {
+        onSome: Effect.succeed,
+        onNone: () =>
+          Effect.fail(
+            new Timeout({
+              message: `uploads not finished within ${Duration.format(timeout)}`,
+              endpoint: `GET ${files}`,
+              timeout: "total",
+              after: timeout
+            })
+          )
+      })
+    }
+  )
+  return { upload, list, waitForUploads }
+})
+
+/**
+ * The service, on a `Gateway` client.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<FileManager, never, Gateway> = Layer.effect(FileManager, make)

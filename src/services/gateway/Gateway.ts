@@ -1,0 +1,181 @@
+/**
+ * The authenticated gateway client, and its typed escape hatch `request(service, method, route, ...)` for
+ * routes the public docs do not show: the same token handling (re-login on 401), error mapping and retries
+ * as the typed services, which are built on it.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpMethod from "@effect/platform/HttpMethod"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Schema from "effect/Schema"
+import { encodeMultipart, type MultipartPart } from "../../internal/multipartBody.js"
+import type { ApiError } from "../../schemas/Errors.js"
+import { Auth } from "./Auth.js"
+import { GatewayHttpClient, type RequestOptions, type WithResponse } from "./GatewayHttpClient.js"
+
+/**
+ * A part of a multipart body: a text field or a file.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type { MultipartPart } from "../../internal/multipartBody.js"
+
+/**
+ * The service paths of the gateway (any other string is accepted).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ServiceName =
+  | "config-manager"
+  | "user-manager"
+  | "file-manager"
+  | "ingest-master"
+  | "chat-session-manager"
+  | "query-pipeline"
+  | "query-pipelines"
+  | (string & {})
+
+/**
+ * Query parameters: a list repeats the name (`fileIds=a&fileIds=b`); `undefined` is left out.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Query = Readonly<Record<string, string | number | boolean | ReadonlyArray<string> | undefined>>
+
+/**
+ * What `request` sends and how it reads the answer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RequestParams<A, I> {
+  /** A JSON body. */
+  readonly body?: unknown
+  /** A multipart body instead of JSON: text fields and files. */
+  readonly multipart?: ReadonlyArray<MultipartPart> | undefined
+  /** Query parameters. */
+  readonly query?: Query | undefined
+  /** The schema of the answer (`Schema.Unknown` to take it as is). */
+  readonly response: Schema.Schema<A, I>
+  /** Set to `false` when the request must not be sent twice. */
+  readonly retry?: boolean | undefined
+}
+
+/**
+ * The authenticated gateway client.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Gateway extends Context.Tag("effect-aifs/gateway/Gateway")<Gateway, Gateway.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace Gateway {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Sends a relative request with the gateway token (re-login once on 401) and decodes the answer. */
+    readonly send: <A, I>(
+      request: HttpClientRequest.HttpClientRequest,
+      schema: Schema.Schema<A, I>,
+      options?: Omit<RequestOptions, "token">
+    ) => Effect.Effect<WithResponse<A>, ApiError>
+    /** `<gateway>/<service><route>` with a typed answer: for any route, documented or not. */
+    readonly request: <A, I>(
+      service: ServiceName,
+      method: HttpMethod.HttpMethod,
+      route: string,
+      params: RequestParams<A, I>
+    ) => Effect.Effect<A, ApiError>
+  }
+}
+
+/**
+ * Adds query parameters, repeating a name for each element of a list.
+ *
+ * @since 0.1.0
+ * @category helpers
+ */
+export const withQuery = (request: HttpClientRequest.HttpClientRequest, query: Query | undefined) => {
+  let out = request
+  for (const [name, value] of Object.entries(query ?? {})) {
+    if (value === undefined) continue
+    if (typeof value === "object") { for (const item of value) out = HttpClientRequest.appendUrlParam(out, name, item) }
+    else out = HttpClientRequest.appendUrlParam(out, name, String(value))
+  }
+  return out
+}
+
+const joinPath = (service: string, route: string): string => {
+  const prefix = service.replace(/^\/+|\/+$/g, "")
+  const rest = route.startsWith("/") ? route : `/${route}`
+  return prefix === "" ? rest : `/${prefix}${rest}`
+}
+
+/**
+ * Builds the client on `Auth` and the `GatewayHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Gateway.Service, never, Auth | GatewayHttpClient> = Effect.gen(function*() {
+  const auth = yield* Auth
+  const http = yield* GatewayHttpClient
+  const send = <A, I>(
+    request: HttpClientRequest.HttpClientRequest,
+    schema: Schema.Schema<A, I>,
+    options: Omit<RequestOptions, "token"> = {}
+  ) => auth.authenticated((token) => http.json(request, schema, { ...options, token }))
+  const request = <A, I>(
+    service: ServiceName,
+    method: HttpMethod.HttpMethod,
+    route: string,
+    params: RequestParams<A, I>
+  ): Effect.Effect<A, ApiError> => {
+    const base = withQuery(HttpClientRequest.make(method)(joinPath(service, route)), params.query)
+    const encoded = params.multipart === undefined ? undefined : encodeMultipart(params.multipart)
+    const withBody = encoded !== undefined
+      ? HttpClientRequest.bodyUint8Array(base, encoded.body, encoded.contentType)
+      : params.body !== undefined
+      ? HttpClientRequest.bodyUnsafeJson(base, params.body)
+      : base
+    return send(withBody, params.response, { retry: params.retry }).pipe(
+      Effect.map((r) => r.value),
+      Effect.withSpan("Gateway.request", { attributes: { "gateway.service": service, "http.method": method } })
+    )
+  }
+  return { send, request }
+})
+
+/**
+ * The client, on `Auth` and a `GatewayHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Gateway, never, Auth | GatewayHttpClient> = Layer.effect(Gateway, make)
+
+/**
+ * The escape hatch as a function of the environment: `Gateway.request("user-manager", "GET", "/api/v1/x",
+ * { response: Schema.Unknown })`.
+ *
+ * @since 0.1.0
+ * @category requests
+ */
+export const request = <A, I>(
+  service: ServiceName,
+  method: HttpMethod.HttpMethod,
+  route: string,
+  params: RequestParams<A, I>
+): Effect.Effect<A, ApiError, Gateway> =>
+  Effect.flatMap(Gateway, (gateway) => gateway.request(service, method, route, params))

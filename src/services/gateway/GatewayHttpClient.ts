@@ -1,0 +1,65 @@
+/**
+ * The transport of the retrieval gateway: its own base URL, error mapping, retries and timeouts. It never
+ * carries the inference API key; it attaches a gateway token only when a request asks for it, and only to
+ * relative URLs on the gateway's host. `Auth` decides which token.
+ *
+ * @since 0.1.0
+ */
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Redacted from "effect/Redacted"
+import type * as Schema from "effect/Schema"
+import type { ApiError } from "../../schemas/Errors.js"
+import type { WithResponse } from "../InferenceHttpClient.js"
+
+export type { ResponseMetadata, WithResponse } from "../InferenceHttpClient.js"
+
+/**
+ * Per-request options.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RequestOptions {
+  /** The gateway token to send as `Authorization: Bearer` (none for the login itself). */
+  readonly token?: Redacted.Redacted<string> | undefined
+  /** Set to `false` for requests that must not be sent twice. */
+  readonly retry?: boolean | undefined
+  /** Time limit of one attempt, overriding the configured one. */
+  readonly timeout?: Duration.DurationInput | undefined
+}
+
+/**
+ * The gateway transport.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class GatewayHttpClient
+  extends Context.Tag("effect-aifs/GatewayHttpClient")<GatewayHttpClient, GatewayHttpClient.Service>()
+{}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace GatewayHttpClient {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** The gateway's base URL. */
+    readonly url: string
+    /**
+     * Sends a request whose URL is relative to the gateway (`/file-manager/api/v1/files/`) and decodes its
+     * JSON body, with retries.
+     */
+    readonly json: <A, I>(
+      request: HttpClientRequest.HttpClientRequest,
+      schema: Schema.Schema<A, I>,
+      options?: RequestOptions
+    ) => Effect.Effect<WithResponse<A>, ApiError>
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * Query pipeline: `POST /<path>/api/v1/chat` asks a question in a session. The service path is
+ * configurable: `query-pipeline` (API reference, the default) or `query-pipelines` (the guides).
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { ApiError } from "../../schemas/Errors.js"
+import { type ChatAnswer, ChatAnswerFromWire, type ChatParams } from "../../schemas/Gateway.js"
+import { Gateway } from "./Gateway.js"
+
+/**
+ * The query pipeline.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class QueryPipeline
+  extends Context.Tag("effect-aifs/gateway/QueryPipeline")<QueryPipeline, QueryPipeline.Service>()
+{}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace QueryPipeline {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** The service path in use. */
+    readonly path: string
+    /** Asks a question in a session; the answer names the passages it used when the server says so. */
+    readonly chat: (params: ChatParams) => Effect.Effect<ChatAnswer, ApiError>
+  }
+}
+
+/**
+ * Settings of the service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** Service path (default `query-pipeline`; the guides' `query-pipelines` is accepted). */
+  readonly path?: string | undefined
+}
+
+/**
+ * Builds the service on the `Gateway` client.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Effect.Effect<QueryPipeline.Service, never, Gateway> =>
+  Effect.gen(function*() {
+    const gateway = yield* Gateway
+    const path = (options.path ?? "query-pipeline").replace(/^\/+|\/+$/g, "")
+    const chat = Effect.fn("QueryPipeline.chat")(function*(params: ChatParams) {
+      yield* Effect.annotateCurrentSpan("gateway.session", params.sessionId)
+      const request = HttpClientRequest.post(`/${path}/api/v1/chat`).pipe(HttpClientRequest.bodyUnsafeJson(params))
+      // a chat turn is appended to the session's history: not sent twice
+      return (yield* gateway.send(request, ChatAnswerFromWire, { retry: false })).value
+    })
+    return { path, chat }
+  })
+
+/**
+ * The service, on a `Gateway` client.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<QueryPipeline, never, Gateway> =>
+  Layer.effect(QueryPipeline, make(options))
