@@ -12,6 +12,22 @@ export * as Completions from "./services/Completions.js"
 export * as Embeddings from "./services/Embeddings.js"
 /** The model catalogue. @since 0.1.0 */
 export * as Models from "./services/Models.js"
+/** Speech to text. @since 0.1.0 */
+export * as Audio from "./services/Audio.js"
+/** Image generation and edits. @since 0.1.0 */
+export * as Images from "./services/Images.js"
+/** The Responses API. @since 0.1.0 */
+export * as Responses from "./services/Responses.js"
+/** Files. @since 0.1.0 */
+export * as Files from "./services/Files.js"
+/** Fine-tuning jobs (interface 1.0.0). @since 0.1.0 */
+export * as FineTuning from "./services/FineTuning.js"
+/** Vector stores. @since 0.1.0 */
+export * as VectorStores from "./services/VectorStores.js"
+/** The queue root. @since 0.1.0 */
+export * as JobQueue from "./services/JobQueue.js"
+/** Batch jobs in the OpenAI batch format. @since 0.1.0 */
+export * as Batch from "./services/Batch.js"
 /** The transport every inference service sends through. @since 0.1.0 */
 export * as InferenceHttpClient from "./services/InferenceHttpClient.js"
 
@@ -19,6 +35,12 @@ export * as InferenceHttpClient from "./services/InferenceHttpClient.js"
 export * as ClientConfig from "./layers/ClientConfig.js"
 /** Client metrics. @since 0.1.0 */
 export * as ClientMetrics from "./layers/ClientMetrics.js"
+/** The proactive rate limiter. @since 0.1.0 */
+export * as RateLimiter from "./layers/RateLimiter.js"
+/** The limiter's store. @since 0.1.0 */
+export * as LimiterStore from "./layers/LimiterStore.js"
+/** Token estimates before sending. @since 0.1.0 */
+export * as TokenEstimator from "./layers/TokenEstimator.js"
 /** Retry policy. @since 0.1.0 */
 export * as RetryPolicy from "./layers/RetryPolicy.js"
 /** The HTTP stack behind the transport. @since 0.1.0 */
@@ -46,6 +68,22 @@ export * as CompletionsSchema from "./schemas/Completions.js"
 export * as EmbeddingsSchema from "./schemas/Embeddings.js"
 /** Model schemas. @since 0.1.0 */
 export * as ModelsSchema from "./schemas/Models.js"
+/** Audio schemas. @since 0.1.0 */
+export * as AudioSchema from "./schemas/Audio.js"
+/** Image schemas. @since 0.1.0 */
+export * as ImagesSchema from "./schemas/Images.js"
+/** Responses schemas. @since 0.1.0 */
+export * as ResponsesSchema from "./schemas/Responses.js"
+/** File schemas. @since 0.1.0 */
+export * as FilesSchema from "./schemas/Files.js"
+/** Fine-tuning schemas. @since 0.1.0 */
+export * as FineTuningSchema from "./schemas/FineTuning.js"
+/** Vector-store schemas. @since 0.1.0 */
+export * as VectorStoresSchema from "./schemas/VectorStores.js"
+/** Queue answers (result or handle). @since 0.1.0 */
+export * as JobQueueSchema from "./schemas/JobQueue.js"
+/** Upload inputs (bytes, path, stream, blob). @since 0.1.0 */
+export * as Upload from "./schemas/Upload.js"
 
 /** The authenticated retrieval-gateway client and its `request` escape hatch. @since 0.1.0 */
 export * as Gateway from "./services/gateway/Gateway.js"

@@ -11,6 +11,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Emulator from "../emulator/Emulator.js"
 import * as Node from "../layers/Node.js"
 
@@ -36,7 +37,8 @@ export const client: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpSe
   .unwrapEffect(
     Effect.map(
       Config.option(Config.redacted("AIFS_API_KEY")),
+      // an empty AIFS_API_KEY counts as unset: `AIFS_API_KEY= aifs ...` is how a shell unsets it for one command
       (key): Layer.Layer<Node.Services, ConfigError.ConfigError | HttpServerError.ServeError> =>
-        Option.isSome(key) ? Node.layerFromEnv : viaEmulator
+        Option.isSome(key) && Redacted.value(key.value).trim() !== "" ? Node.layerFromEnv : viaEmulator
     )
   )

@@ -20,9 +20,14 @@ import type { ChatMessage } from "../schemas/Chat.js"
 import * as Chat from "../services/Chat.js"
 import * as Embeddings from "../services/Embeddings.js"
 import * as Models from "../services/Models.js"
+import { audioCommand } from "./audio.js"
+import { batchCommand } from "./batch.js"
 import { demo } from "./demo.js"
 import { client } from "./environment.js"
+import { filesCommand } from "./files.js"
+import { imagesCommand } from "./images.js"
 import { ragCommand } from "./rag.js"
+import { vsCommand } from "./vs.js"
 
 const write = (text: string) => Effect.sync(() => process.stdout.write(text))
 
@@ -143,7 +148,19 @@ const emulatorCommand = Command.make(
 
 const aifs = Command.make("aifs").pipe(
   Command.withDescription("effect-aifs: AI Foundation Services from the command line (emulator when no key is set)"),
-  Command.withSubcommands([demoCommand, modelsCommand, chatCommand, embedCommand, emulatorCommand, ragCommand])
+  Command.withSubcommands([
+    demoCommand,
+    modelsCommand,
+    chatCommand,
+    embedCommand,
+    batchCommand,
+    emulatorCommand,
+    ragCommand,
+    filesCommand,
+    audioCommand,
+    imagesCommand,
+    vsCommand
+  ])
 )
 
 /**

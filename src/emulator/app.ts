@@ -16,12 +16,14 @@ import * as Chat from "./routes/chat.js"
 import * as Completions from "./routes/completions.js"
 import * as Embeddings from "./routes/embeddings.js"
 import * as Models from "./routes/models.js"
+import * as Surface from "./routes/surface.js"
 import type { EmulatorState } from "./state.js"
 
 /** Paths that exist for some method: a request with another method gets 405, not 404. */
 const knownPaths: ReadonlyArray<RegExp> = [
   /^\/(v2|queue)\/models(\/[^/]+)?\/?$/,
-  /^\/(v2|queue)\/(chat\/completions|completions|embeddings)\/?$/
+  /^\/(v2|queue)\/(chat\/completions|completions|embeddings)\/?$/,
+  ...Surface.knownPaths
 ]
 
 /**
@@ -39,8 +41,9 @@ export const make = (state: EmulatorState): HttpApp.Default<never, never> => {
       Embeddings.router(state, mode)
     )
   const router = HttpRouter.empty.pipe(
-    HttpRouter.mount("/v2", inference("reject")),
-    HttpRouter.mount("/queue", inference("wait")),
+    HttpRouter.mount("/v2", HttpRouter.concat(inference("reject"), Surface.v2(state))),
+    HttpRouter.mount("/queue", HttpRouter.concat(inference("wait"), Surface.queue(state))),
+    HttpRouter.mount("/v1", Surface.v1(state)),
     HttpRouter.mount("/gateway", GatewayRoutes.router(state.gateway))
   )
   const app = router.pipe(

@@ -6,6 +6,7 @@
 import * as Duration from "effect/Duration"
 import { type GatewayOptions, GatewayState } from "./gateway/state.js"
 import { type Quota, SlidingWindow, tierQuotas } from "./limits.js"
+import { Store } from "./store.js"
 
 /**
  * An accepted key and its tier.
@@ -39,6 +40,8 @@ export interface Options {
   readonly queueMaxWait?: Duration.DurationInput | undefined
   /** The retrieval gateway at `/gateway`: users, token lifetime, upload and ingestion timing. */
   readonly gateway?: GatewayOptions | undefined
+  /** Largest upload in bytes; a bigger one gets 413 (default 100 MB). */
+  readonly maxUploadBytes?: number | undefined
 }
 
 /**
@@ -74,6 +77,9 @@ export class EmulatorState {
   readonly tiers: Readonly<Record<string, Quota>>
   readonly streamChunkDelayMs: number
   readonly queueMaxWaitMs: number
+  readonly maxUploadBytes: number
+  /** Per-key files, fine-tuning jobs and vector stores. */
+  readonly store = new Store()
   /** The retrieval gateway served at `/gateway`. */
   readonly gateway: GatewayState
   private readonly windows = new Map<string, SlidingWindow>()
@@ -86,6 +92,7 @@ export class EmulatorState {
     this.streamChunkDelayMs = Duration.toMillis(Duration.decode(options.streamChunkDelay ?? Duration.zero))
     this.queueMaxWaitMs = Duration.toMillis(Duration.decode(options.queueMaxWait ?? Duration.minutes(10)))
     this.gateway = new GatewayState(options.gateway)
+    this.maxUploadBytes = options.maxUploadBytes ?? 100 * 1024 * 1024
     for (const spec of this.keys.values()) {
       if (this.tiers[spec.tier] === undefined) throw new Error(`emulator: key tier "${spec.tier}" has no quota`)
     }

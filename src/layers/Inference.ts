@@ -6,11 +6,18 @@
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as Layer from "effect/Layer"
+import * as Audio from "../services/Audio.js"
 import * as Chat from "../services/Chat.js"
 import * as Completions from "../services/Completions.js"
 import * as Embeddings from "../services/Embeddings.js"
+import * as Files from "../services/Files.js"
+import * as FineTuning from "../services/FineTuning.js"
+import * as Images from "../services/Images.js"
 import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
+import * as JobQueue from "../services/JobQueue.js"
 import * as Models from "../services/Models.js"
+import * as Responses from "../services/Responses.js"
+import * as VectorStores from "../services/VectorStores.js"
 import type { ClientConfig } from "./ClientConfig.js"
 import * as InferenceHttp from "./InferenceHttp.js"
 import * as RateLimiter from "./RateLimiter.js"
@@ -22,7 +29,18 @@ import * as RetryPolicy from "./RetryPolicy.js"
  * @since 0.1.0
  * @category models
  */
-export type Services = Models.Models | Chat.Chat | Completions.Completions | Embeddings.Embeddings
+export type Services =
+  | Models.Models
+  | Chat.Chat
+  | Completions.Completions
+  | Embeddings.Embeddings
+  | Files.Files
+  | VectorStores.VectorStores
+  | Audio.Audio
+  | Images.Images
+  | Responses.Responses
+  | FineTuning.FineTuning
+  | JobQueue.JobQueue
 
 /**
  * The services, on an `InferenceHttpClient` you provide (a real one, or `Testing`'s scripted one).
@@ -34,7 +52,14 @@ export const layer: Layer.Layer<Services, never, InferenceHttpClient> = Layer.me
   Models.layer,
   Chat.layer,
   Completions.layer,
-  Embeddings.layer
+  Embeddings.layer,
+  Files.layer,
+  VectorStores.layer,
+  Audio.layer,
+  Images.layer,
+  Responses.layer,
+  FineTuning.layer,
+  JobQueue.layer
 )
 
 /**

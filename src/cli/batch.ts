@@ -1,0 +1,204 @@
+/**
+ * `aifs batch IN.jsonl --out OUT.jsonl`: runs a file of requests in the OpenAI batch format at the rate the
+ * quota allows, with progress, and resumes where it stopped. Each result is appended as one whole line with
+ * one `write`, so a crash (even `kill -9`) leaves at most a torn last line, which the next run removes before
+ * it skips the `custom_id`s already done. Ctrl-C finishes what is in flight, then stops; a second Ctrl-C quits.
+ *
+ * @since 0.1.0
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Clock from "effect/Clock"
+import * as Console from "effect/Console"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import * as fs from "node:fs"
+import * as readline from "node:readline"
+import * as Batch from "../services/Batch.js"
+import { client } from "./environment.js"
+import { UsageError } from "./output.js"
+
+/** Reads the `custom_id`s already in the output, first cutting a torn last line left by a crash. */
+const resumeFrom = (path: string): Set<string> => {
+  const done = new Set<string>()
+  if (!fs.existsSync(path)) return done
+  const text = fs.readFileSync(path, "utf8")
+  const end = text.lastIndexOf("\n") + 1
+  if (end < text.length) fs.truncateSync(path, Buffer.byteLength(text.slice(0, end)))
+  for (const line of text.slice(0, end).split("\n")) {
+    if (line.trim() === "") continue
+    try {
+      const id = (JSON.parse(line) as { custom_id?: unknown }).custom_id
+      if (typeof id === "string") done.add(id)
+    } catch {
+      // a whole but unreadable line cannot come from this tool; it is left in place and not counted
+    }
+  }
+  return done
+}
+
+const countLines = (path: string): number => {
+  let count = 0
+  for (const line of fs.readFileSync(path, "utf8").split("\n")) if (line.trim() !== "") count++
+  return count
+}
+
+const lines = (path: string): Stream.Stream<readonly [string, number], UsageError> =>
+  Stream.fromAsyncIterable(
+    readline.createInterface({ input: fs.createReadStream(path), crlfDelay: Infinity }),
+    (error) => new UsageError(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`)
+  ).pipe(Stream.zipWithIndex, Stream.map(([text, index]) => [text, index + 1] as const))
+
+interface Progress {
+  total: number
+  done: number
+  failed: number
+  tokens: number
+  readonly started: number
+}
+
+const formatEta = (seconds: number): string => {
+  if (!Number.isFinite(seconds)) return "--:--"
+  const s = Math.max(0, Math.round(seconds))
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`
+}
+
+const render = (p: Progress, now: number, tty: boolean): string => {
+  const elapsed = Math.max(1, now - p.started) / 1000
+  const finished = p.done + p.failed
+  const rate = finished / elapsed
+  const eta = rate > 0 ? (p.total - finished) / rate : Number.POSITIVE_INFINITY
+  const tpm = Math.round((p.tokens / elapsed) * 60)
+  const stats = `${finished}/${p.total} (${p.failed} failed) ${rate.toFixed(1)} req/s ${tpm} tokens/min ETA ${
+    formatEta(eta)
+  }`
+  if (!tty) return `aifs batch: ${stats}\n`
+  const width = 24
+  const filled = p.total === 0 ? width : Math.round((finished / p.total) * width)
+  return `\r[${"#".repeat(filled)}${".".repeat(width - filled)}] ${stats}\u001b[K`
+}
+
+const totalTokens = (line: Batch.ResultLine): number => {
+  const usage = (line.response?.body as { usage?: { total_tokens?: unknown } } | undefined)?.usage
+  return typeof usage?.total_tokens === "number" ? usage.total_tokens : 0
+}
+
+const runBatch = (input: string, output: string, concurrency: number) =>
+  Effect.gen(function*() {
+    if (!fs.existsSync(input)) return yield* Effect.fail(new UsageError(`no such file: ${input}`))
+    if (concurrency < 1) return yield* Effect.fail(new UsageError("--concurrency must be at least 1"))
+    const done = resumeFrom(output)
+    const seen = new Set<string>()
+    let bad = 0
+    let skipped = 0
+    const tty = process.stderr.isTTY === true
+    const progress: Progress = { total: 0, done: 0, failed: 0, tokens: 0, started: yield* Clock.currentTimeMillis }
+    progress.total = Math.max(0, countLines(input) - done.size)
+    const fd = fs.openSync(output, "a")
+    const stop = yield* Deferred.make<void>()
+
+    const requests = lines(input).pipe(
+      Stream.interruptWhen(Deferred.await(stop)),
+      Stream.filterMap(([text, line]) => {
+        if (text.trim() === "") return Option.none()
+        const parsed = Batch.parseLine(text, line)
+        const report = (reason: string) => {
+          bad++
+          progress.total = Math.max(0, progress.total - 1)
+          process.stderr.write(`${tty ? "\r\u001b[K" : ""}aifs batch: line ${line}: ${reason}\n`)
+          return Option.none()
+        }
+        if (Either.isLeft(parsed)) return report(parsed.left.reason)
+        const id = parsed.right.custom_id
+        if (seen.has(id)) return report(`duplicate custom_id "${id}"`)
+        seen.add(id)
+        if (done.has(id)) {
+          skipped++
+          return Option.none()
+        }
+        return Option.some(parsed.right)
+      })
+    )
+
+    const results = Batch.run(requests, { concurrency }).pipe(
+      Stream.runForEach((line) =>
+        Effect.sync(() => {
+          // one write of one whole line: appended atomically, never interleaved
+          fs.writeSync(fd, `${JSON.stringify(line)}\n`)
+          if (line.error === null) progress.done++
+          else progress.failed++
+          progress.tokens += totalTokens(line)
+        })
+      ),
+      Effect.ensuring(Effect.sync(() => fs.closeSync(fd)))
+    )
+
+    const reporter = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.sync(() => process.stderr.write(render(progress, now, tty)))).pipe(
+        Effect.repeat(Schedule.spaced(tty ? Duration.millis(200) : Duration.seconds(5)))
+      )
+
+    const worker = yield* Effect.forkDaemon(Effect.raceFirst(results, Effect.asVoid(reporter)))
+    let interrupts = 0
+    const onSigint = () => {
+      interrupts++
+      if (interrupts > 1) {
+        process.exit(130)
+      }
+    }
+    process.on("SIGINT", onSigint)
+    yield* Fiber.join(worker).pipe(
+      Effect.onInterrupt(() =>
+        Effect.gen(function*() {
+          process.stderr.write(
+            `${tty ? "\n" : ""}aifs batch: stopping after the requests in flight (Ctrl-C again to quit now)\n`
+          )
+          yield* Deferred.succeed(stop, undefined)
+          yield* Fiber.await(worker)
+          process.stderr.write(render(progress, yield* Clock.currentTimeMillis, tty) + (tty ? "\n" : ""))
+        })
+      ),
+      Effect.ensuring(Effect.sync(() =>
+        process.off("SIGINT", onSigint)
+      ))
+    )
+    const now = yield* Clock.currentTimeMillis
+    process.stderr.write(render(progress, now, tty) + (tty ? "\n" : ""))
+    yield* Console.error(
+      `aifs batch: ${progress.done} succeeded, ${progress.failed} failed (error lines in ${output}), ` +
+        `${skipped} already done, ${bad} bad input lines`
+    )
+    if (progress.failed > 0 || bad > 0) process.exitCode = 1
+  })
+
+/**
+ * The `batch` command.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const batchCommand = Command.make(
+  "batch",
+  {
+    input: Args.text({ name: "IN.jsonl" }).pipe(Args.withDescription("Requests in the OpenAI batch format")),
+    out: Options.text("out").pipe(
+      Options.optional,
+      Options.withDescription("Where results are appended (default: IN.out.jsonl); rerun to resume")
+    ),
+    concurrency: Options.integer("concurrency").pipe(
+      Options.withDefault(32),
+      Options.withDescription("Requests in flight at once (the rate limiter paces them)")
+    )
+  },
+  ({ concurrency, input, out }) =>
+    runBatch(input, Option.getOrElse(out, () => input.replace(/(\.jsonl)?$/, ".out.jsonl")), concurrency).pipe(
+      Effect.provide(client)
+    )
+).pipe(Command.withDescription("Run a JSONL file of requests at the rate the quota allows; resumable"))

@@ -1,0 +1,75 @@
+/**
+ * `aifs images`: generate images into PNG files, edit an image (through the queue).
+ *
+ * @since 0.1.0
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import { writeFileSync } from "node:fs"
+import type { ImagesResponse } from "../schemas/Images.js"
+import * as Images from "../services/Images.js"
+import { client } from "./environment.js"
+
+const modelOption = Options.text("model").pipe(
+  Options.withAlias("m"),
+  Options.withDescription("Image model (default gpt-image-1)"),
+  Options.withDefault("gpt-image-1")
+)
+const outOption = Options.text("out").pipe(
+  Options.withAlias("o"),
+  Options.withDescription("Output file (several images: -1, -2... before the extension)"),
+  Options.withDefault("image.png")
+)
+
+const save = (result: ImagesResponse, out: string) =>
+  Effect.forEach(result.bytes, (bytes, i) =>
+    Effect.gen(function*() {
+      const path = result.bytes.length === 1 ? out : out.replace(/(\.\w+)?$/, (ext) => `-${i + 1}${ext}`)
+      yield* Effect.sync(() => writeFileSync(path, bytes))
+      yield* Console.log(`${path}\t${bytes.length} bytes`)
+    }))
+
+const generate = Command.make(
+  "generate",
+  {
+    prompt: Args.text({ name: "PROMPT" }).pipe(Args.withDescription("What to draw")),
+    model: modelOption,
+    out: outOption,
+    n: Options.integer("n").pipe(Options.withDefault(1), Options.withDescription("How many images")),
+    size: Options.text("size").pipe(Options.withDefault("1024x1024"), Options.withDescription("Size, e.g. 1024x1024"))
+  },
+  ({ model, n, out, prompt, size }) =>
+    Effect.gen(function*() {
+      const images = yield* Images.Images
+      yield* save(yield* images.generate({ model, prompt, n, size }), out)
+    }).pipe(Effect.provide(client))
+).pipe(Command.withDescription("Generate images and write them as PNG files"))
+
+const edit = Command.make(
+  "edit",
+  {
+    image: Args.file({ name: "IMAGE", exists: "yes" }).pipe(Args.withDescription("The image to edit")),
+    prompt: Args.text({ name: "PROMPT" }).pipe(Args.withDescription("What to change")),
+    model: modelOption,
+    out: outOption
+  },
+  ({ image, model, out, prompt }) =>
+    Effect.gen(function*() {
+      const images = yield* Images.Images
+      yield* save(yield* images.edit({ model, prompt, image: Images.fromPath(image) }), out)
+    }).pipe(Effect.provide(client))
+).pipe(Command.withDescription("Edit an image (sent through the queue)"))
+
+/**
+ * `aifs images`.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const imagesCommand = Command.make("images").pipe(
+  Command.withDescription("Generate and edit images"),
+  Command.withSubcommands([generate, edit])
+)

@@ -1,0 +1,114 @@
+/**
+ * Speech to text: `POST /audio/transcriptions`, `POST /audio/translations` (multipart) and `GET /audio/models`.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Schema from "effect/Schema"
+import { annotateRequest } from "../internal/spans.js"
+import { multipart } from "../internal/uploadBody.js"
+import { type AudioModelList, AudioModelsResponse, Transcription, type TranscriptionParams } from "../schemas/Audio.js"
+import type { ApiError } from "../schemas/Errors.js"
+import { type Base, InferenceHttpClient, type RequestOptions, type WithResponse } from "./InferenceHttpClient.js"
+
+export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
+
+/**
+ * Speech to text.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Audio extends Context.Tag("effect-aifs/Audio")<Audio, Audio.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace Audio {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Transcribes speech in its own language. */
+    readonly transcribe: (params: TranscriptionParams) => Effect.Effect<Transcription, ApiError>
+    /** `transcribe`, with the response metadata. */
+    readonly transcribeWithResponse: (
+      params: TranscriptionParams
+    ) => Effect.Effect<WithResponse<Transcription>, ApiError>
+    /** Translates speech into English text. */
+    readonly translate: (params: TranscriptionParams) => Effect.Effect<Transcription, ApiError>
+    /** The speech models (`GET /audio/models`). */
+    readonly models: () => Effect.Effect<AudioModelList, ApiError>
+  }
+}
+
+/**
+ * The multipart request of a transcription or translation, on any base (the queue reuses it).
+ *
+ * @since 0.1.0
+ * @category requests
+ */
+export const sendTranscription = <A, I>(
+  http: InferenceHttpClient.Service,
+  path: "/audio/transcriptions" | "/audio/translations",
+  params: TranscriptionParams,
+  schema: Schema.Schema<A, I>,
+  options: RequestOptions & { readonly base: Base }
+) =>
+  Effect.flatMap(
+    multipart(
+      HttpClientRequest.post(path),
+      {
+        model: params.model,
+        language: params.language,
+        temperature: params.temperature,
+        response_format: params.response_format,
+        prompt: params.prompt
+      },
+      "file",
+      params.file
+    ),
+    ({ request, retry }) =>
+      http.json(request, schema, { ...options, model: params.model, retry: retry && options.retry !== false })
+  )
+
+/**
+ * Builds the service on the `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Audio.Service, never, InferenceHttpClient> = Effect.gen(function*() {
+  const http = yield* InferenceHttpClient
+  const transcribeWithResponse = Effect.fn("Audio.transcribe")(function*(params: TranscriptionParams) {
+    yield* annotateRequest("audio.transcriptions", params.model)
+    return yield* sendTranscription(http, "/audio/transcriptions", params, Transcription, { base: "v2" })
+  })
+  const translate = Effect.fn("Audio.translate")(function*(params: TranscriptionParams) {
+    yield* annotateRequest("audio.translations", params.model)
+    const result = yield* sendTranscription(http, "/audio/translations", params, Transcription, { base: "v2" })
+    return result.value
+  })
+  const models = Effect.fn("Audio.models")(function*() {
+    yield* annotateRequest("audio.models", undefined)
+    return (yield* http.json(HttpClientRequest.get("/audio/models"), AudioModelsResponse)).value
+  })
+  return {
+    transcribe: (params) => Effect.map(transcribeWithResponse(params), (r) => r.value),
+    transcribeWithResponse,
+    translate,
+    models
+  }
+})
+
+/**
+ * The service, on an `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Audio, never, InferenceHttpClient> = Layer.effect(Audio, make)

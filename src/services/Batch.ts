@@ -1,0 +1,210 @@
+/**
+ * Batch jobs in the OpenAI batch format: a `Stream` of requests in (`custom_id`, `method`, `url`, `body` for
+ * chat completions, completions and embeddings), a `Stream` of result lines out, as fast as the rate
+ * limiter lets them go. A failed request becomes an error line, never a failed stream.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { ChatCompletion, CreateChatCompletionParams } from "../schemas/Chat.js"
+import { Completion, CreateCompletionParams } from "../schemas/Completions.js"
+import { CreateEmbeddingParams, EmbeddingList } from "../schemas/Embeddings.js"
+import type { ApiError } from "../schemas/Errors.js"
+import { Chat } from "./Chat.js"
+import { Completions } from "./Completions.js"
+import { Embeddings } from "./Embeddings.js"
+import type { ResponseMetadata } from "./InferenceHttpClient.js"
+
+/**
+ * The endpoints a batch line may name (with or without a `/v1` or `/v2` prefix).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Endpoint = "chat" | "completions" | "embeddings"
+
+/**
+ * One request of a batch, validated.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type BatchRequest =
+  | { readonly custom_id: string; readonly endpoint: "chat"; readonly body: CreateChatCompletionParams }
+  | { readonly custom_id: string; readonly endpoint: "completions"; readonly body: CreateCompletionParams }
+  | { readonly custom_id: string; readonly endpoint: "embeddings"; readonly body: CreateEmbeddingParams }
+
+/**
+ * An input line that cannot be run, with why.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BadLine {
+  /** 1-based line number in the input. */
+  readonly line: number
+  /** The `custom_id`, when the line had one. */
+  readonly custom_id: string | undefined
+  /** What is wrong. */
+  readonly reason: string
+}
+
+/**
+ * One output line: the response body or a typed error, never both.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ResultLine {
+  readonly id: string
+  readonly custom_id: string
+  readonly response: {
+    readonly status_code: number
+    readonly request_id: string | null
+    readonly body: unknown
+  } | null
+  readonly error: {
+    readonly code: ApiError["_tag"]
+    readonly message: string
+    readonly status: number | null
+  } | null
+}
+
+const Line = Schema.Struct({
+  custom_id: Schema.String.pipe(Schema.minLength(1)),
+  method: Schema.optional(Schema.String),
+  url: Schema.String,
+  body: Schema.Unknown
+})
+
+const endpoints: Record<string, Endpoint> = {
+  "/chat/completions": "chat",
+  "/completions": "completions",
+  "/embeddings": "embeddings"
+}
+
+/**
+ * The endpoint a batch `url` names, if it is one of the three.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export const endpointOf = (url: string): Endpoint | undefined => endpoints[url.replace(/^\/v\d+(?=\/)/, "")]
+
+const bodySchemas = {
+  chat: CreateChatCompletionParams,
+  completions: CreateCompletionParams,
+  embeddings: CreateEmbeddingParams
+} as const
+
+const issues = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .map((issue) => `${issue.path.join(".") || "body"}: ${issue.message}`)
+    .join("; ")
+
+/**
+ * Parses and validates one input line (1-based `line` for the report).
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export const parseLine = (text: string, line: number): Either.Either<BatchRequest, BadLine> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return Either.left({ line, custom_id: undefined, reason: "not JSON" })
+  }
+  const parsed = Schema.decodeUnknownEither(Line)(json)
+  if (Either.isLeft(parsed)) {
+    const customId = typeof json === "object" && json !== null && typeof (json as { custom_id?: unknown }).custom_id ===
+        "string"
+      ? (json as { custom_id: string }).custom_id
+      : undefined
+    return Either.left({
+      line,
+      custom_id: customId,
+      reason: customId === undefined ? "missing custom_id" : issues(parsed.left)
+    })
+  }
+  const { body, custom_id, method, url } = parsed.right
+  if (method !== undefined && method.toUpperCase() !== "POST") {
+    return Either.left({ line, custom_id, reason: `method must be POST, got ${method}` })
+  }
+  const endpoint = endpointOf(url)
+  if (endpoint === undefined) {
+    return Either.left({
+      line,
+      custom_id,
+      reason: `unknown url ${url} (expected /v1/chat/completions, /v1/completions or /v1/embeddings)`
+    })
+  }
+  // extra fields of the body are kept: the service may accept parameters this library does not model
+  const decoded = Schema.decodeUnknownEither(bodySchemas[endpoint] as Schema.Schema<unknown>)(body, {
+    onExcessProperty: "preserve"
+  })
+  if (Either.isLeft(decoded)) return Either.left({ line, custom_id, reason: `invalid body: ${issues(decoded.left)}` })
+  return Either.right({ custom_id, endpoint, body: decoded.right } as BatchRequest)
+}
+
+const success = (customId: string, meta: ResponseMetadata, body: unknown): ResultLine => ({
+  id: `batch_req_${customId}`,
+  custom_id: customId,
+  response: { status_code: meta.status, request_id: meta.requestId ?? null, body },
+  error: null
+})
+
+const failure = (customId: string, error: ApiError): ResultLine => ({
+  id: `batch_req_${customId}`,
+  custom_id: customId,
+  response: null,
+  error: {
+    code: error._tag,
+    message: error.message,
+    status: "status" in error && typeof error.status === "number" ? error.status : null
+  }
+})
+
+/**
+ * Runs one request; a failure becomes an error line.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const execute = (request: BatchRequest): Effect.Effect<ResultLine, never, Chat | Completions | Embeddings> => {
+  const id = request.custom_id
+  const run: Effect.Effect<ResultLine, ApiError, Chat | Completions | Embeddings> = (() => {
+    switch (request.endpoint) {
+      case "chat":
+        return Effect.flatMap(Chat, (chat) => chat.createWithResponse(request.body)).pipe(
+          Effect.map(({ response, value }) => success(id, response, Schema.encodeSync(ChatCompletion)(value)))
+        )
+      case "completions":
+        return Effect.flatMap(Completions, (completions) => completions.createWithResponse(request.body)).pipe(
+          Effect.map(({ response, value }) => success(id, response, Schema.encodeSync(Completion)(value)))
+        )
+      case "embeddings":
+        return Effect.flatMap(Embeddings, (embeddings) => embeddings.createWithResponse(request.body)).pipe(
+          Effect.map(({ response, value }) => success(id, response, Schema.encodeSync(EmbeddingList)(value)))
+        )
+    }
+  })()
+  return Effect.catchAll(run, (error) => Effect.succeed(failure(id, error)))
+}
+
+/**
+ * Runs a stream of requests, up to `concurrency` at once (the rate limiter paces them), emitting each
+ * result line as it completes.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const run = <E, R>(
+  requests: Stream.Stream<BatchRequest, E, R>,
+  options: { readonly concurrency?: number | undefined } = {}
+): Stream.Stream<ResultLine, E, R | Chat | Completions | Embeddings> =>
+  Stream.mapEffect(requests, execute, { concurrency: options.concurrency ?? 64, unordered: true })

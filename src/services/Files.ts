@@ -1,0 +1,173 @@
+/**
+ * Files: upload (`fine-tune` on `/v2`, `visual-rag` on `/v1`), list, retrieve, delete, validate.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Stream from "effect/Stream"
+import { paginate } from "../internal/pagination.js"
+import { annotateRequest } from "../internal/spans.js"
+import { multipart } from "../internal/uploadBody.js"
+import type { ApiError } from "../schemas/Errors.js"
+import {
+  FileDeleted,
+  FileList,
+  FileObject,
+  type FilePurpose,
+  FileValidationRequest,
+  type ListFilesParams
+} from "../schemas/Files.js"
+import type { FileInput } from "../schemas/Upload.js"
+import { type Base, InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+
+export type { FileInput } from "../schemas/Upload.js"
+export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
+
+/**
+ * Parameters of an upload.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface UploadParams {
+  /** The file: bytes, a path (streamed from disk), a stream or a blob. */
+  readonly file: FileInput
+  /** `fine-tune` (sent to `/v2`) or `visual-rag` (sent to `/v1`, for vector stores). */
+  readonly purpose: FilePurpose
+}
+
+/**
+ * Which file routes an id lives on: `visual-rag` files are on `/v1`, the rest on `/v2`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FileOptions {
+  /** The purpose the file was uploaded with (default `fine-tune`: `/v2`). */
+  readonly purpose?: FilePurpose | undefined
+}
+
+/**
+ * The base of a purpose: `visual-rag` files live on `/v1`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const baseOf = (purpose: FilePurpose | undefined): Base => purpose === "visual-rag" ? "v1" : "v2"
+
+/**
+ * Files.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Files extends Context.Tag("effect-aifs/Files")<Files, Files.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace Files {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Uploads a file; a streamed file is sent once (no retry). */
+    readonly upload: (params: UploadParams) => Effect.Effect<FileObject, ApiError>
+    /** `upload`, with the response metadata. */
+    readonly uploadWithResponse: (params: UploadParams) => Effect.Effect<WithResponse<FileObject>, ApiError>
+    /** One page of files (by purpose: `visual-rag` lists on `/v1`). */
+    readonly list: (params?: ListFilesParams) => Effect.Effect<FileList, ApiError>
+    /** Every file, page after page (`after` = the last id while `has_more`). */
+    readonly listAll: (params?: Omit<ListFilesParams, "after">) => Stream.Stream<FileObject, ApiError>
+    /** One file by id. */
+    readonly retrieve: (id: string, options?: FileOptions) => Effect.Effect<FileObject, ApiError>
+    /** Deletes a file. */
+    readonly delete: (id: string, options?: FileOptions) => Effect.Effect<FileDeleted, ApiError>
+    /** Asks the service to validate a fine-tune file (`GET /files/validate/{id}`); the result shows on the file. */
+    readonly validate: (id: string, options?: FileOptions) => Effect.Effect<FileValidationRequest, ApiError>
+  }
+}
+
+const query = (params: ListFilesParams): Record<string, string> => {
+  const out: Record<string, string> = {}
+  if (params.purpose !== undefined) out.purpose = params.purpose
+  if (params.limit !== undefined) out.limit = String(params.limit)
+  if (params.after !== undefined) out.after = params.after
+  if (params.order !== undefined) out.order = params.order
+  return out
+}
+
+/**
+ * Builds the service on the `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Files.Service, never, InferenceHttpClient> = Effect.gen(function*() {
+  const http = yield* InferenceHttpClient
+  const uploadWithResponse = Effect.fn("Files.upload")(function*(params: UploadParams) {
+    yield* annotateRequest("files.upload", undefined)
+    const { request, retry } = yield* multipart(
+      HttpClientRequest.post("/files"),
+      { purpose: params.purpose },
+      "file",
+      params.file
+    )
+    return yield* http.json(request, FileObject, { base: baseOf(params.purpose), retry })
+  })
+  const list = Effect.fn("Files.list")(function*(params: ListFilesParams = {}) {
+    yield* annotateRequest("files.list", undefined)
+    const result = yield* http.json(
+      HttpClientRequest.get("/files").pipe(HttpClientRequest.setUrlParams(query(params))),
+      FileList,
+      { base: baseOf(params.purpose) }
+    )
+    return result.value
+  })
+  const listAll = (params: Omit<ListFilesParams, "after"> = {}): Stream.Stream<FileObject, ApiError> =>
+    paginate((after) => list({ ...params, ...(after === undefined ? {} : { after }) }))
+  const retrieve = Effect.fn("Files.retrieve")(function*(id: string, options: FileOptions = {}) {
+    yield* annotateRequest("files.retrieve", undefined)
+    const result = yield* http.json(HttpClientRequest.get(`/files/${encodeURIComponent(id)}`), FileObject, {
+      base: baseOf(options.purpose)
+    })
+    return result.value
+  })
+  const remove = Effect.fn("Files.delete")(function*(id: string, options: FileOptions = {}) {
+    yield* annotateRequest("files.delete", undefined)
+    const result = yield* http.json(HttpClientRequest.del(`/files/${encodeURIComponent(id)}`), FileDeleted, {
+      base: baseOf(options.purpose)
+    })
+    return result.value
+  })
+  const validate = Effect.fn("Files.validate")(function*(id: string, options: FileOptions = {}) {
+    yield* annotateRequest("files.validate", undefined)
+    const result = yield* http.json(
+      HttpClientRequest.get(`/files/validate/${encodeURIComponent(id)}`),
+      FileValidationRequest,
+      { base: baseOf(options.purpose) }
+    )
+    return result.value
+  })
+  return {
+    upload: (params) => Effect.map(uploadWithResponse(params), (r) => r.value),
+    uploadWithResponse,
+    list,
+    listAll,
+    retrieve,
+    delete: remove,
+    validate
+  }
+})
+
+/**
+ * The service, on an `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Files, never, InferenceHttpClient> = Layer.effect(Files, make)

@@ -1,0 +1,162 @@
+/**
+ * Fine-tuning jobs (interface 1.0.0): create, list, retrieve, cancel, events. Interface 1.1.0 (the default)
+ * has no fine-tuning routes: there every operation fails with `Unsupported` before sending, unless the layer
+ * was built with `allowFineTuning: true`.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Stream from "effect/Stream"
+import { paginate } from "../internal/pagination.js"
+import { annotateRequest } from "../internal/spans.js"
+import { type ApiError, Unsupported } from "../schemas/Errors.js"
+import {
+  type CreateFineTuningJobParams,
+  FineTuningJob,
+  type FineTuningJobEvent,
+  FineTuningJobEventList,
+  FineTuningJobList,
+  type ListJobsParams
+} from "../schemas/FineTuning.js"
+import { InferenceHttpClient } from "./InferenceHttpClient.js"
+
+/**
+ * Options of the service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /**
+   * Send fine-tuning requests even when the client is configured for interface 1.1.0 (which has no
+   * fine-tuning routes). Default false: there they fail with `Unsupported`.
+   */
+  readonly allowFineTuning?: boolean | undefined
+}
+
+/**
+ * Fine-tuning jobs.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class FineTuning extends Context.Tag("effect-aifs/FineTuning")<FineTuning, FineTuning.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace FineTuning {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Starts a job on an uploaded `fine-tune` file. */
+    readonly create: (params: CreateFineTuningJobParams) => Effect.Effect<FineTuningJob, ApiError>
+    /** One page of jobs (`limit` default 3, max 10). */
+    readonly list: (params?: ListJobsParams) => Effect.Effect<FineTuningJobList, ApiError>
+    /** Every job, page after page (`after` = the last id while `has_more`). */
+    readonly listAll: (params?: Omit<ListJobsParams, "after">) => Stream.Stream<FineTuningJob, ApiError>
+    /** One job. */
+    readonly retrieve: (id: string) => Effect.Effect<FineTuningJob, ApiError>
+    /** Cancels a job (its status becomes `stopped`). */
+    readonly cancel: (id: string) => Effect.Effect<FineTuningJob, ApiError>
+    /** One page of a job's events, newest first (`limit` default 10, max 100). */
+    readonly events: (id: string, params?: ListJobsParams) => Effect.Effect<FineTuningJobEventList, ApiError>
+    /** Every event of a job, page after page. */
+    readonly eventsAll: (
+      id: string,
+      params?: Omit<ListJobsParams, "after">
+    ) => Stream.Stream<FineTuningJobEvent, ApiError>
+  }
+}
+
+const query = (params: ListJobsParams): Record<string, string> => ({
+  ...(params.limit === undefined ? {} : { limit: String(params.limit) }),
+  ...(params.after === undefined ? {} : { after: params.after })
+})
+
+/**
+ * Builds the service on the `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Effect.Effect<FineTuning.Service, never, InferenceHttpClient> =>
+  Effect.gen(function*() {
+    const http = yield* InferenceHttpClient
+    const guard = (operation: string, endpoint: string) =>
+      http.apiVersion === "1.1.0" && options.allowFineTuning !== true
+        ? Effect.fail(
+          new Unsupported({
+            operation,
+            endpoint,
+            apiVersion: http.apiVersion,
+            message: `${operation} needs interface 1.0.0: interface 1.1.0 has no fine-tuning routes. Configure ` +
+              "apiVersion \"1.0.0\" (AIFS_API_VERSION=1.0.0), or build FineTuning.layerWith({ allowFineTuning: true })"
+          })
+        )
+        : Effect.void
+    const jobs = (id: string) => `/fine_tuning/jobs/${encodeURIComponent(id)}`
+
+    const create = Effect.fn("FineTuning.create")(function*(params: CreateFineTuningJobParams) {
+      yield* guard("FineTuning.create", "POST /fine_tuning/jobs")
+      yield* annotateRequest("fine_tuning.create", params.model)
+      const request = HttpClientRequest.post("/fine_tuning/jobs").pipe(HttpClientRequest.bodyUnsafeJson(params))
+      // a retried create could start two jobs
+      return (yield* http.json(request, FineTuningJob, { retry: false })).value
+    })
+    const list = Effect.fn("FineTuning.list")(function*(params: ListJobsParams = {}) {
+      yield* guard("FineTuning.list", "GET /fine_tuning/jobs")
+      yield* annotateRequest("fine_tuning.list", undefined)
+      const request = HttpClientRequest.get("/fine_tuning/jobs").pipe(HttpClientRequest.setUrlParams(query(params)))
+      return (yield* http.json(request, FineTuningJobList)).value
+    })
+    const retrieve = Effect.fn("FineTuning.retrieve")(function*(id: string) {
+      yield* guard("FineTuning.retrieve", "GET /fine_tuning/jobs/{id}")
+      yield* annotateRequest("fine_tuning.retrieve", undefined)
+      return (yield* http.json(HttpClientRequest.get(jobs(id)), FineTuningJob)).value
+    })
+    const cancel = Effect.fn("FineTuning.cancel")(function*(id: string) {
+      yield* guard("FineTuning.cancel", "POST /fine_tuning/jobs/{id}/cancel")
+      yield* annotateRequest("fine_tuning.cancel", undefined)
+      return (yield* http.json(HttpClientRequest.post(`${jobs(id)}/cancel`), FineTuningJob)).value
+    })
+    const events = Effect.fn("FineTuning.events")(function*(id: string, params: ListJobsParams = {}) {
+      yield* guard("FineTuning.events", "GET /fine_tuning/jobs/{id}/events")
+      yield* annotateRequest("fine_tuning.events", undefined)
+      const request = HttpClientRequest.get(`${jobs(id)}/events`).pipe(HttpClientRequest.setUrlParams(query(params)))
+      return (yield* http.json(request, FineTuningJobEventList)).value
+    })
+    return {
+      create,
+      list,
+      listAll: (params = {}) => paginate((after) => list({ ...params, ...(after === undefined ? {} : { after }) })),
+      retrieve,
+      cancel,
+      events,
+      eventsAll: (id, params = {}) =>
+        paginate((after) => events(id, { ...params, ...(after === undefined ? {} : { after }) }))
+    }
+  })
+
+/**
+ * The service, on an `InferenceHttpClient`; under interface 1.1.0 its operations fail with `Unsupported`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<FineTuning, never, InferenceHttpClient> = Layer.effect(FineTuning, make())
+
+/**
+ * The service with options: `layerWith({ allowFineTuning: true })` sends fine-tuning requests whatever the
+ * configured interface version. Provide it before (inside) the composite layers to replace their default.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWith = (options: Options): Layer.Layer<FineTuning, never, InferenceHttpClient> =>
+  Layer.effect(FineTuning, make(options))

@@ -1,0 +1,108 @@
+/**
+ * Images: `POST /images/generations`, and edits through the queue route `/queue/images/edits` (multipart).
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Schema from "effect/Schema"
+import { annotateRequest } from "../internal/spans.js"
+import { multipart } from "../internal/uploadBody.js"
+import type { ApiError } from "../schemas/Errors.js"
+import { type CreateImageParams, type EditImageParams, ImagesResponse } from "../schemas/Images.js"
+import { InferenceHttpClient, type RequestOptions, type WithResponse } from "./InferenceHttpClient.js"
+
+export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
+
+/**
+ * Images.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Images extends Context.Tag("effect-aifs/Images")<Images, Images.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace Images {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Generates images from a prompt. */
+    readonly generate: (params: CreateImageParams) => Effect.Effect<ImagesResponse, ApiError>
+    /** `generate`, with the response metadata. */
+    readonly generateWithResponse: (params: CreateImageParams) => Effect.Effect<WithResponse<ImagesResponse>, ApiError>
+    /** Edits an image (sent to the queue route `/queue/images/edits`, with a long time limit). */
+    readonly edit: (params: EditImageParams) => Effect.Effect<ImagesResponse, ApiError>
+  }
+}
+
+/**
+ * The multipart request of an image edit, on the queue.
+ *
+ * @since 0.1.0
+ * @category requests
+ */
+export const sendEdit = <A, I>(
+  http: InferenceHttpClient.Service,
+  params: EditImageParams,
+  schema: Schema.Schema<A, I>,
+  options: RequestOptions
+) =>
+  Effect.flatMap(
+    multipart(
+      HttpClientRequest.post("/images/edits"),
+      { model: params.model, prompt: params.prompt, n: params.n, size: params.size, quality: params.quality },
+      "image",
+      params.image
+    ),
+    ({ request, retry }) =>
+      http.json(request, schema, {
+        ...options,
+        base: "queue",
+        model: params.model,
+        retry: retry && options.retry !== false
+      })
+  )
+
+/**
+ * Builds the service on the `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Images.Service, never, InferenceHttpClient> = Effect.gen(function*() {
+  const http = yield* InferenceHttpClient
+  const generateWithResponse = Effect.fn("Images.generate")(function*(params: CreateImageParams) {
+    yield* annotateRequest("images.generations", params.model)
+    return yield* http.json(
+      HttpClientRequest.post("/images/generations").pipe(HttpClientRequest.bodyUnsafeJson(params)),
+      ImagesResponse,
+      { model: params.model }
+    )
+  })
+  const edit = Effect.fn("Images.edit")(function*(params: EditImageParams) {
+    yield* annotateRequest("images.edits", params.model)
+    // the queue may hold the request until the key has capacity
+    return (yield* sendEdit(http, params, ImagesResponse, { timeout: Duration.minutes(30) })).value
+  })
+  return {
+    generate: (params) => Effect.map(generateWithResponse(params), (r) => r.value),
+    generateWithResponse,
+    edit
+  }
+})
+
+/**
+ * The service, on an `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Images, never, InferenceHttpClient> = Layer.effect(Images, make)

@@ -1,0 +1,187 @@
+/**
+ * The queue root: every queue route (chat, completions, embeddings, audio, images, models) with the same
+ * parameters as the `/v2` services, a long time-to-first-byte limit and its own idle limit. Interface 1.1.0
+ * queues wait for capacity and answer the ordinary result; under 1.0.0 the queue is documented as
+ * asynchronous without a retrieval route, so each answer is decoded as either the result (`Completed`) or an
+ * accepted-with-handle body (`Accepted`).
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { annotateRequest, annotateResponse } from "../internal/spans.js"
+import { Transcription, type TranscriptionParams } from "../schemas/Audio.js"
+import { ChatCompletion, ChatCompletionChunk, type CreateChatCompletionParams } from "../schemas/Chat.js"
+import { Completion, type CreateCompletionParams } from "../schemas/Completions.js"
+import { type CreateEmbeddingParams, EmbeddingList } from "../schemas/Embeddings.js"
+import type { ApiError } from "../schemas/Errors.js"
+import { type CreateImageParams, type EditImageParams, ImagesResponse } from "../schemas/Images.js"
+import { Accepted, Completed, type QueueHandle, type QueueResult, resultOrHandle } from "../schemas/JobQueue.js"
+import { ModelList } from "../schemas/Models.js"
+import { sendTranscription } from "./Audio.js"
+import { sendEdit } from "./Images.js"
+import { InferenceHttpClient, type RequestOptions, type WithResponse } from "./InferenceHttpClient.js"
+
+export { Accepted, Completed, type QueueResult } from "../schemas/JobQueue.js"
+
+/**
+ * Time limits of queue requests.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** Longest wait for an answer to start (the queue holds work until there is capacity; default 30 minutes). */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Longest silence between stream chunks once a stream flows (default 2 minutes). */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+}
+
+/**
+ * The queue.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class JobQueue extends Context.Tag("effect-aifs/JobQueue")<JobQueue, JobQueue.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace JobQueue {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** `POST /queue/chat/completions`. */
+    readonly chat: (params: CreateChatCompletionParams) => Effect.Effect<QueueResult<ChatCompletion>, ApiError>
+    /** `POST /queue/chat/completions` streamed (the stream starts once the queue admits the request). */
+    readonly chatStream: (params: CreateChatCompletionParams) => Stream.Stream<ChatCompletionChunk, ApiError>
+    /** `POST /queue/completions`. */
+    readonly completions: (params: CreateCompletionParams) => Effect.Effect<QueueResult<Completion>, ApiError>
+    /** `POST /queue/embeddings`. */
+    readonly embeddings: (params: CreateEmbeddingParams) => Effect.Effect<QueueResult<EmbeddingList>, ApiError>
+    /** `POST /queue/audio/transcriptions` (multipart). */
+    readonly transcribe: (params: TranscriptionParams) => Effect.Effect<QueueResult<Transcription>, ApiError>
+    /** `POST /queue/audio/translations` (multipart). */
+    readonly translate: (params: TranscriptionParams) => Effect.Effect<QueueResult<Transcription>, ApiError>
+    /** `POST /queue/images/generations`. */
+    readonly generateImages: (params: CreateImageParams) => Effect.Effect<QueueResult<ImagesResponse>, ApiError>
+    /** `POST /queue/images/edits` (multipart). */
+    readonly editImages: (params: EditImageParams) => Effect.Effect<QueueResult<ImagesResponse>, ApiError>
+    /** `GET /queue/models`. */
+    readonly models: () => Effect.Effect<ModelList, ApiError>
+  }
+}
+
+const settle = <A>(
+  { response, value }: WithResponse<
+    { readonly kind: "result"; readonly value: A } | { readonly kind: "handle"; readonly value: QueueHandle }
+  >
+): QueueResult<A> =>
+  value.kind === "result"
+    ? new Completed({ value: value.value })
+    : new Accepted({ handle: value.value, status: response.status })
+
+/**
+ * Builds the service on the `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Effect.Effect<JobQueue.Service, never, InferenceHttpClient> =>
+  Effect.gen(function*() {
+    const http = yield* InferenceHttpClient
+    const limits: RequestOptions = {
+      base: "queue",
+      timeout: options.timeout ?? Duration.minutes(30),
+      idleTimeout: options.idleTimeout ?? Duration.minutes(2)
+    }
+    const post = <A, I>(path: string, body: unknown, schema: Schema.Schema<A, I>, model: string) =>
+      Effect.map(
+        http.json(HttpClientRequest.post(path).pipe(HttpClientRequest.bodyUnsafeJson(body)), resultOrHandle(schema), {
+          ...limits,
+          model
+        }),
+        settle
+      )
+
+    const chat = Effect.fn("JobQueue.chat")(function*(params: CreateChatCompletionParams) {
+      yield* annotateRequest("chat", params.model)
+      const result = yield* post("/chat/completions", params, ChatCompletion, params.model)
+      if (result._tag === "Completed") yield* annotateResponse(result.value)
+      return result
+    })
+    const chatStream = (params: CreateChatCompletionParams) =>
+      http.jsonStream(
+        HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson({
+          ...params,
+          stream: true,
+          stream_options: { include_usage: true, ...params.stream_options }
+        })),
+        ChatCompletionChunk,
+        { ...limits, model: params.model }
+      ).pipe(Stream.withSpan("JobQueue.chatStream", { attributes: { "gen_ai.request.model": params.model } }))
+    const completions = Effect.fn("JobQueue.completions")(function*(params: CreateCompletionParams) {
+      yield* annotateRequest("text_completion", params.model)
+      return yield* post("/completions", params, Completion, params.model)
+    })
+    const embeddings = Effect.fn("JobQueue.embeddings")(function*(params: CreateEmbeddingParams) {
+      yield* annotateRequest("embeddings", params.model)
+      return yield* post("/embeddings", params, EmbeddingList, params.model)
+    })
+    const transcribe = Effect.fn("JobQueue.transcribe")(function*(params: TranscriptionParams) {
+      yield* annotateRequest("audio.transcriptions", params.model)
+      return settle(
+        yield* sendTranscription(http, "/audio/transcriptions", params, resultOrHandle(Transcription), {
+          ...limits,
+          base: "queue"
+        })
+      )
+    })
+    const translate = Effect.fn("JobQueue.translate")(function*(params: TranscriptionParams) {
+      yield* annotateRequest("audio.translations", params.model)
+      return settle(
+        yield* sendTranscription(http, "/audio/translations", params, resultOrHandle(Transcription), {
+          ...limits,
+          base: "queue"
+        })
+      )
+    })
+    const generateImages = Effect.fn("JobQueue.generateImages")(function*(params: CreateImageParams) {
+      yield* annotateRequest("images.generations", params.model)
+      return yield* post("/images/generations", params, ImagesResponse, params.model)
+    })
+    const editImages = Effect.fn("JobQueue.editImages")(function*(params: EditImageParams) {
+      yield* annotateRequest("images.edits", params.model)
+      return settle(yield* sendEdit(http, params, resultOrHandle(ImagesResponse), limits))
+    })
+    const models = Effect.fn("JobQueue.models")(function*() {
+      yield* annotateRequest("models.list", undefined)
+      return (yield* http.json(HttpClientRequest.get("/models"), ModelList, limits)).value
+    })
+    return { chat, chatStream, completions, embeddings, transcribe, translate, generateImages, editImages, models }
+  })
+
+/**
+ * The service with the default time limits, on an `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<JobQueue, never, InferenceHttpClient> = Layer.effect(JobQueue, make())
+
+/**
+ * The service with its own time limits.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWith = (options: Options): Layer.Layer<JobQueue, never, InferenceHttpClient> =>
+  Layer.effect(JobQueue, make(options))

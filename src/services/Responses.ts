@@ -1,0 +1,144 @@
+/**
+ * Responses: `POST /responses`, plain and streamed (typed events; unknown event types are skipped with a
+ * debug log), function tools, `text.format` JSON-schema output, and `outputText`.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { annotateRequest } from "../internal/spans.js"
+import { type ApiError, DecodeError } from "../schemas/Errors.js"
+import {
+  type CreateResponseParams,
+  knownEventTypes,
+  RawStreamEvent,
+  Response,
+  ResponseStreamEvent
+} from "../schemas/Responses.js"
+import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+
+export { outputText } from "../schemas/Responses.js"
+
+/**
+ * Responses.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Responses extends Context.Tag("effect-aifs/Responses")<Responses, Responses.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace Responses {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Creates a response and returns it whole (read the text with `.text` or `outputText`). */
+    readonly create: (params: CreateResponseParams) => Effect.Effect<Response, ApiError>
+    /** `create`, with the response metadata. */
+    readonly createWithResponse: (params: CreateResponseParams) => Effect.Effect<WithResponse<Response>, ApiError>
+    /** Streams the typed events of a response; event types this client does not know are skipped. */
+    readonly createStream: (params: CreateResponseParams) => Stream.Stream<ResponseStreamEvent, ApiError>
+  }
+}
+
+const decodeEvent = Schema.decodeUnknown(ResponseStreamEvent)
+
+/**
+ * Builds the service on the `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Responses.Service, never, InferenceHttpClient> = Effect.gen(function*() {
+  const http = yield* InferenceHttpClient
+  const createWithResponse = Effect.fn("Responses.create")(function*(params: CreateResponseParams) {
+    yield* annotateRequest("responses", params.model)
+    const result = yield* http.json(
+      HttpClientRequest.post("/responses").pipe(HttpClientRequest.bodyUnsafeJson(params)),
+      Response,
+      { model: params.model }
+    )
+    if (result.value.usage) {
+      yield* Effect.annotateCurrentSpan({
+        "gen_ai.usage.input_tokens": result.value.usage.input_tokens,
+        "gen_ai.usage.output_tokens": result.value.usage.output_tokens
+      })
+    }
+    return result
+  })
+  const createStream = (params: CreateResponseParams): Stream.Stream<ResponseStreamEvent, ApiError> =>
+    http.jsonStream(
+      HttpClientRequest.post("/responses").pipe(HttpClientRequest.bodyUnsafeJson({ ...params, stream: true })),
+      RawStreamEvent,
+      // the events end when the server closes the stream: there is no [DONE]
+      { model: params.model, terminator: null }
+    ).pipe(
+      Stream.mapEffect((raw): Effect.Effect<Option.Option<ResponseStreamEvent>, DecodeError> => {
+        if (!knownEventTypes.has(raw.type)) {
+          return Effect.as(Effect.logDebug(`aifs: skipping unknown response stream event ${raw.type}`), Option.none())
+        }
+        return decodeEvent(raw, { onExcessProperty: "ignore" }).pipe(
+          Effect.map(Option.some),
+          Effect.mapError((error) =>
+            new DecodeError({
+              message: `stream event ${raw.type} did not match: ${ParseResult.TreeFormatter.formatErrorSync(error)}`,
+              endpoint: "POST /responses",
+              excerpt: JSON.stringify(raw).slice(0, 512)
+            })
+          )
+        )
+      }),
+      Stream.filterMap((event) => event),
+      Stream.withSpan("Responses.createStream", { attributes: { "gen_ai.request.model": params.model } })
+    )
+  return {
+    create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
+    createWithResponse,
+    createStream
+  }
+})
+
+/**
+ * The service, on an `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Responses, never, InferenceHttpClient> = Layer.effect(Responses, make)
+
+/**
+ * Runs a stream and returns its text: the `output_text` deltas, joined.
+ *
+ * @since 0.1.0
+ * @category folding
+ */
+export const collectText = <E, R>(stream: Stream.Stream<ResponseStreamEvent, E, R>): Effect.Effect<string, E, R> =>
+  Stream.runFold(stream, "", (text, event) => event.type === "response.output_text.delta" ? text + event.delta : text)
+
+/**
+ * Runs a stream and returns the final response (from `response.completed`, `failed` or `incomplete`).
+ *
+ * @since 0.1.0
+ * @category folding
+ */
+export const finalResponse = <E, R>(
+  stream: Stream.Stream<ResponseStreamEvent, E, R>
+): Effect.Effect<Option.Option<Response>, E, R> =>
+  Stream.runFold(
+    stream,
+    Option.none<Response>(),
+    (last, event) =>
+      event.type === "response.completed" || event.type === "response.failed" || event.type === "response.incomplete"
+        ? Option.some(event.response)
+        : last
+  )

@@ -1,0 +1,241 @@
+/**
+ * Vector stores on `/v1`: stores (create with their embedding models, list, delete), their files (add with
+ * chunk size and overlap, list, retrieve, delete, wait until indexed) and search over texts and page images.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Stream from "effect/Stream"
+import { paginate } from "../internal/pagination.js"
+import { annotateRequest } from "../internal/spans.js"
+import { type ApiError, Timeout } from "../schemas/Errors.js"
+import {
+  type AddFileParams,
+  type CreateVectorStoreParams,
+  type SearchParams,
+  SearchResponse,
+  type SearchResultPage,
+  VectorStore,
+  VectorStoreDeleted,
+  VectorStoreFile,
+  VectorStoreFileList,
+  VectorStoreList
+} from "../schemas/VectorStores.js"
+import { InferenceHttpClient } from "./InferenceHttpClient.js"
+
+/**
+ * Paging of a list.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ListParams {
+  /** Page size. */
+  readonly limit?: number | undefined
+  /** Cursor: the last id of the previous page. */
+  readonly after?: string | undefined
+  /** `asc` or `desc` by creation time. */
+  readonly order?: "asc" | "desc" | undefined
+}
+
+/**
+ * How `waitForFile` polls.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WaitOptions {
+  /** Give up after this long, with `Timeout` (default 5 minutes). */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Pause between polls (default 1 second). */
+  readonly interval?: Duration.DurationInput | undefined
+}
+
+/**
+ * Vector stores.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class VectorStores extends Context.Tag("effect-aifs/VectorStores")<VectorStores, VectorStores.Service>() {}
+
+/**
+ * @since 0.1.0
+ */
+export declare namespace VectorStores {
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Service {
+    /** Creates a store; its embedding models travel in `chunking_strategy`. */
+    readonly create: (params: CreateVectorStoreParams) => Effect.Effect<VectorStore, ApiError>
+    /** One page of stores. */
+    readonly list: (params?: ListParams) => Effect.Effect<VectorStoreList, ApiError>
+    /** Every store, page after page. */
+    readonly listAll: (params?: Omit<ListParams, "after">) => Stream.Stream<VectorStore, ApiError>
+    /** Deletes a store and its index. */
+    readonly delete: (id: string) => Effect.Effect<VectorStoreDeleted, ApiError>
+    /** Adds an uploaded (`visual-rag`) file; it is indexed in the background. */
+    readonly addFile: (storeId: string, params: AddFileParams) => Effect.Effect<VectorStoreFile, ApiError>
+    /** One page of a store's files. */
+    readonly listFiles: (storeId: string, params?: ListParams) => Effect.Effect<VectorStoreFileList, ApiError>
+    /** Every file of a store, page after page. */
+    readonly listAllFiles: (
+      storeId: string,
+      params?: Omit<ListParams, "after">
+    ) => Stream.Stream<VectorStoreFile, ApiError>
+    /** One file of a store. */
+    readonly retrieveFile: (storeId: string, fileId: string) => Effect.Effect<VectorStoreFile, ApiError>
+    /** Removes a file from a store (and from its search results). */
+    readonly deleteFile: (storeId: string, fileId: string) => Effect.Effect<VectorStoreDeleted, ApiError>
+    /**
+     * Polls a file until it is no longer `in_progress` and returns it (`completed` or `failed`: check
+     * `status`); `Timeout` when that takes longer than `timeout`.
+     */
+    readonly waitForFile: (
+      storeId: string,
+      fileId: string,
+      options?: WaitOptions
+    ) => Effect.Effect<VectorStoreFile, ApiError>
+    /** Searches texts (`top_k_texts`) and page images (`top_k_images`). */
+    readonly search: (storeId: string, params: SearchParams) => Effect.Effect<SearchResultPage, ApiError>
+  }
+}
+
+const listQuery = (params: ListParams): Record<string, string> => {
+  const out: Record<string, string> = {}
+  if (params.limit !== undefined) out.limit = String(params.limit)
+  if (params.after !== undefined) out.after = params.after
+  if (params.order !== undefined) out.order = params.order
+  return out
+}
+
+const v1 = { base: "v1" } as const
+
+/**
+ * Builds the service on the `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClient> = Effect.gen(function*() {
+  const http = yield* InferenceHttpClient
+  const store = (id: string) => `/vector_stores/${encodeURIComponent(id)}`
+  const file = (storeId: string, fileId: string) => `${store(storeId)}/files/${encodeURIComponent(fileId)}`
+  const value = <A>(effect: Effect.Effect<{ readonly value: A }, ApiError>) => Effect.map(effect, (r) => r.value)
+
+  const create = Effect.fn("VectorStores.create")(function*(params: CreateVectorStoreParams) {
+    yield* annotateRequest("vector_stores.create", params.chunking_strategy?.text_embedding_model)
+    return yield* value(
+      http.json(HttpClientRequest.post("/vector_stores").pipe(HttpClientRequest.bodyUnsafeJson(params)), VectorStore, {
+        ...v1,
+        // a retried create could make two stores (names are unique: the second would be a 409)
+        retry: false
+      })
+    )
+  })
+  const list = Effect.fn("VectorStores.list")(function*(params: ListParams = {}) {
+    yield* annotateRequest("vector_stores.list", undefined)
+    return yield* value(
+      http.json(
+        HttpClientRequest.get("/vector_stores").pipe(HttpClientRequest.setUrlParams(listQuery(params))),
+        VectorStoreList,
+        v1
+      )
+    )
+  })
+  const remove = Effect.fn("VectorStores.delete")(function*(id: string) {
+    yield* annotateRequest("vector_stores.delete", undefined)
+    return yield* value(http.json(HttpClientRequest.del(store(id)), VectorStoreDeleted, v1))
+  })
+  const addFile = Effect.fn("VectorStores.addFile")(function*(storeId: string, params: AddFileParams) {
+    yield* annotateRequest("vector_stores.files.create", undefined)
+    return yield* value(
+      http.json(
+        HttpClientRequest.post(`${store(storeId)}/files`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
+        VectorStoreFile,
+        v1
+      )
+    )
+  })
+  const listFiles = Effect.fn("VectorStores.listFiles")(function*(storeId: string, params: ListParams = {}) {
+    yield* annotateRequest("vector_stores.files.list", undefined)
+    return yield* value(
+      http.json(
+        HttpClientRequest.get(`${store(storeId)}/files`).pipe(HttpClientRequest.setUrlParams(listQuery(params))),
+        VectorStoreFileList,
+        v1
+      )
+    )
+  })
+  const retrieveFile = Effect.fn("VectorStores.retrieveFile")(function*(storeId: string, fileId: string) {
+    yield* annotateRequest("vector_stores.files.retrieve", undefined)
+    return yield* value(http.json(HttpClientRequest.get(file(storeId, fileId)), VectorStoreFile, v1))
+  })
+  const deleteFile = Effect.fn("VectorStores.deleteFile")(function*(storeId: string, fileId: string) {
+    yield* annotateRequest("vector_stores.files.delete", undefined)
+    return yield* value(http.json(HttpClientRequest.del(file(storeId, fileId)), VectorStoreDeleted, v1))
+  })
+  const waitForFile = Effect.fn("VectorStores.waitForFile")(
+    function*(storeId: string, fileId: string, options: WaitOptions = {}) {
+      const timeout = Duration.decode(options.timeout ?? Duration.minutes(5))
+      const interval = Duration.decode(options.interval ?? Duration.seconds(1))
+      const poll: Effect.Effect<VectorStoreFile, ApiError> = Effect.flatMap(
+        retrieveFile(storeId, fileId),
+        (found) =>
+          found.isDone ? Effect.succeed(found) : Effect.zipRight(Effect.sleep(interval), Effect.suspend(() => poll))
+      )
+      return yield* poll.pipe(
+        Effect.timeoutFail({
+          duration: timeout,
+          onTimeout: () =>
+            new Timeout({
+              message: `file ${fileId} of vector store ${storeId} was still being indexed after ${
+                Duration.format(timeout)
+              }`,
+              endpoint: `GET /v1${file(storeId, fileId)}`,
+              timeout: "total",
+              after: timeout
+            })
+        })
+      )
+    }
+  )
+  const search = Effect.fn("VectorStores.search")(function*(storeId: string, params: SearchParams) {
+    yield* annotateRequest("vector_stores.search", undefined)
+    return yield* value(
+      http.json(
+        HttpClientRequest.post(`${store(storeId)}/search`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
+        SearchResponse,
+        v1
+      )
+    )
+  })
+  return {
+    create,
+    list,
+    listAll: (params = {}) => paginate((after) => list({ ...params, ...(after === undefined ? {} : { after }) })),
+    delete: remove,
+    addFile,
+    listFiles,
+    listAllFiles: (storeId, params = {}) =>
+      paginate((after) => listFiles(storeId, { ...params, ...(after === undefined ? {} : { after }) })),
+    retrieveFile,
+    deleteFile,
+    waitForFile,
+    search
+  }
+})
+
+/**
+ * The service, on an `InferenceHttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<VectorStores, never, InferenceHttpClient> = Layer.effect(VectorStores, make)

@@ -1,0 +1,108 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Batch from "../../src/services/Batch.js"
+
+const bin = path.resolve("src/cli/bin.ts")
+
+/** Runs `aifs batch` without a key (the CLI's own emulator); resolves with its exit code, bounded in time. */
+const start = (args: ReadonlyArray<string>): ChildProcess =>
+  // one process (node with tsx's loader), so that SIGKILL reaches the process that writes
+  spawn(process.execPath, ["--import", "tsx", bin, "batch", ...args], {
+    env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
+    stdio: ["ignore", "ignore", "ignore"]
+  })
+
+const exited = (child: ChildProcess, timeoutMs: number) =>
+  Effect.async<number | null, Error>((resume) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      resume(Effect.fail(new Error(`aifs batch did not exit within ${timeoutMs} ms`)))
+    }, timeoutMs)
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      resume(Effect.succeed(code))
+    })
+  })
+
+const lineCount = (file: string): number =>
+  fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "").length : 0
+
+describe("aifs batch", () => {
+  it.live("killed with SIGKILL mid-run and rerun, loses, duplicates and tears no line", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aifs-batch-"))
+      const input = path.join(dir, "in.jsonl")
+      const output = path.join(dir, "out.jsonl")
+      // 200 requests reserving ~1000 tokens each: about 148 fit the emulator's first minute, then the run
+      // waits in the rate limiter, which is where it is killed
+      fs.writeFileSync(
+        input,
+        Array.from({ length: 200 }, (_, i) =>
+          JSON.stringify({
+            custom_id: `r${i}`,
+            method: "POST",
+            url: "/v1/chat/completions",
+            body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 1000 }
+          })).join("\n") + "\n"
+      )
+      const first = start([input, "--out", output, "--concurrency", "16"])
+      const firstExit = exited(first, 60_000)
+      for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
+      first.kill("SIGKILL")
+      yield* firstExit
+      const afterKill = lineCount(output)
+      assert.isAtLeast(afterKill, 100)
+      assert.isBelow(afterKill, 200)
+      // a torn line, as a crash in the middle of a write would leave it
+      fs.appendFileSync(output, "{\"id\":\"batch_req_r19")
+
+      const second = start([input, "--out", output])
+      const code = yield* exited(second, 60_000)
+      assert.strictEqual(code, 0)
+      const lines = fs.readFileSync(output, "utf8").split("\n").filter((l) => l !== "")
+      const ids = lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id)
+      assert.strictEqual(ids.length, 200)
+      assert.strictEqual(new Set(ids).size, 200)
+      for (const line of lines) assert.isNotNull((JSON.parse(line) as { response: unknown }).response)
+      fs.rmSync(dir, { recursive: true, force: true })
+    }), 120_000)
+})
+
+describe("Batch.parseLine", () => {
+  it("accepts the three endpoints with or without a version prefix and keeps extra body fields", () => {
+    const parsed = Batch.parseLine(
+      JSON.stringify({
+        custom_id: "a",
+        method: "POST",
+        url: "/v1/chat/completions",
+        body: { model: "m", messages: [{ role: "user", content: "hi" }], logprobs: true }
+      }),
+      1
+    )
+    assert.isTrue(Either.isRight(parsed))
+    if (Either.isRight(parsed)) {
+      assert.strictEqual(parsed.right.endpoint, "chat")
+      assert.strictEqual((parsed.right.body as Record<string, unknown>).logprobs, true)
+    }
+    assert.strictEqual(Batch.endpointOf("/embeddings"), "embeddings")
+    assert.strictEqual(Batch.endpointOf("/v2/completions"), "completions")
+  })
+
+  it("reports bad lines with their number and why", () => {
+    const reason = (text: string) =>
+      Either.match(Batch.parseLine(text, 7), { onLeft: (bad) => `${bad.line}: ${bad.reason}`, onRight: () => "ok" })
+    assert.strictEqual(reason("{not json"), "7: not JSON")
+    assert.strictEqual(reason(JSON.stringify({ url: "/v1/embeddings", body: {} })), "7: missing custom_id")
+    assert.match(reason(JSON.stringify({ custom_id: "x", url: "/v1/images", body: {} })), /^7: unknown url/)
+    assert.match(reason(JSON.stringify({ custom_id: "x", method: "GET", url: "/v1/embeddings", body: {} })), /POST/)
+    assert.match(
+      reason(JSON.stringify({ custom_id: "x", url: "/v1/embeddings", body: { model: "e" } })),
+      /^7: invalid body: input/
+    )
+  })
+})
