@@ -15,7 +15,12 @@ export const decodeEvents = <E>(
   body: Stream.Stream<Uint8Array, E>,
   endpoint: string
 ): Stream.Stream<Sse.Event, E | DecodeError> =>
-  Stream.pipeThroughChannel(Stream.decodeText(body), Sse.makeChannel<E, unknown>({ maxEventSize })).pipe(
+  // whole lines into the parser: it rescans its buffer from the start for each line, which is quadratic in
+  // the size of a network chunk carrying many events
+  Stream.pipeThroughChannel(
+    Stream.map(Stream.splitLines(Stream.decodeText(body)), (line) => `${line}\n`),
+    Sse.makeChannel<E, unknown>({ maxEventSize })
+  ).pipe(
     Stream.catchAllCause((cause): Stream.Stream<never, E | DecodeError> => {
       const defect = Cause.dieOption(cause)
       if (defect._tag === "Some" && defect.value instanceof Sse.SseError) {

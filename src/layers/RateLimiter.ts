@@ -176,6 +176,7 @@ interface Bucket {
   fromHeaders: boolean
   marginMs: number
   blockedUntil: number
+  widenedAt: number
   waiting: number
   tail: Deferred.Deferred<void> | undefined
 }
@@ -221,6 +222,7 @@ export const make = (
           fromHeaders: false,
           marginMs: baseMarginMs,
           blockedUntil: 0,
+          widenedAt: Number.NEGATIVE_INFINITY,
           waiting: 0,
           tail: undefined
         }
@@ -357,7 +359,11 @@ export const make = (
         if (status === 429) {
           const wait = Option.match(info.serverWait, { onNone: () => defaultBlockMs, onSome: Duration.toMillis })
           bucket.blockedUntil = Math.max(bucket.blockedUntil, now + wait)
-          bucket.marginMs = Math.min(maxMarginMs, bucket.marginMs + marginStepMs)
+          // a burst of 429s is one misjudgement, not many: widen at most once per window
+          if (now - bucket.widenedAt >= windowMs) {
+            bucket.marginMs = Math.min(maxMarginMs, bucket.marginMs + marginStepMs)
+            bucket.widenedAt = now
+          }
         }
         // usage the server counts and this process did not send (another process on the key, or requests the
         // server received later than they were sent here): counted until the server's reset, so that they leave

@@ -1,0 +1,114 @@
+/**
+ * Shared pieces of the benchmarks: the report shape, percentiles, formatting, a bounded local server.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+
+/** One target of the issue and whether this run met it. */
+export interface Target {
+  readonly target: string
+  readonly met: boolean
+  readonly detail: string
+}
+
+/** What a benchmark hands back to `bench/index.ts`. */
+export interface Report {
+  /** The name on the command line (`npm run bench -- goodput`). */
+  readonly name: string
+  readonly title: string
+  readonly headers: ReadonlyArray<string>
+  readonly rows: ReadonlyArray<ReadonlyArray<string>>
+  readonly targets: ReadonlyArray<Target>
+  /** How it was measured, for BENCHMARKS.md. */
+  readonly how: string
+  /** Anything worth saying about this run. */
+  readonly notes?: ReadonlyArray<string> | undefined
+}
+
+/** The `p`th percentile (0..100) of samples, nearest rank. */
+export const percentile = (samples: ReadonlyArray<number>, p: number): number => {
+  if (samples.length === 0) return Number.NaN
+  const sorted = [...samples].sort((a, b) => a - b)
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  return sorted[rank]!
+}
+
+export const fixed = (n: number, digits = 2): string => Number.isFinite(n) ? n.toFixed(digits) : "n/a"
+
+export const thousands = (n: number): string =>
+  Number.isFinite(n) ? Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",") : "n/a"
+
+/** A plain-text table for the console. */
+export const textTable = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ")
+  return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
+}
+
+/** A Markdown table. */
+export const markdownTable = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string =>
+  [
+    `| ${headers.join(" | ")} |`,
+    `| ${headers.map(() => "---").join(" | ")} |`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`)
+  ].join("\n")
+
+/** A local server on 127.0.0.1, any free port; `close` ends open connections too. */
+export interface LocalServer {
+  readonly url: string
+  readonly close: () => Promise<void>
+}
+
+export const listen = async (
+  handler: (request: IncomingMessage, response: ServerResponse) => void
+): Promise<LocalServer> => {
+  const server: Server = createServer(handler)
+  server.keepAliveTimeout = 60_000
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => resolve())
+  })
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  }
+}
+
+/** Reads and drops a request body, then calls `then`. */
+export const drain = (request: IncomingMessage, then: () => void): void => {
+  request.on("data", () => {})
+  request.on("end", then)
+}
+
+/** Fails with a message if `promise` takes longer than `ms`: every benchmark step is bounded in time. */
+export const within = <A>(ms: number, what: string, promise: Promise<A>): Promise<A> => {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: still running after ${ms} ms`)), ms)
+    })
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** A p-limit stand-in (there is no `p-limit` in the dependencies): at most `n` calls of the returned function run at once. */
+export const limitConcurrency = (n: number) => {
+  let active = 0
+  const queue: Array<() => void> = []
+  const next = () => {
+    if (active < n && queue.length > 0) {
+      active++
+      queue.shift()!()
+    }
+  }
+  return <A>(task: () => Promise<A>): Promise<A> =>
+    new Promise<A>((resolve, reject) => {
+      queue.push(() => task().then(resolve, reject).finally(() => (active--, next())))
+      next()
+    })
+}
