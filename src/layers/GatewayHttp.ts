@@ -8,40 +8,17 @@
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as ParseResult from "effect/ParseResult"
-import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
-import { excerpt, fromHttpClientError, fromResponse } from "../internal/errors.js"
-import { parseRateLimitInfo, requestId } from "../internal/headers.js"
+import type * as Schema from "effect/Schema"
 import { makeRedactor } from "../internal/redact.js"
-import { type ApiError, DecodeError, Timeout, TransportError } from "../schemas/Errors.js"
+import * as Transport from "../internal/transport.js"
+import { type ApiError, TransportError } from "../schemas/Errors.js"
 import { GatewayHttpClient, type RequestOptions } from "../services/gateway/GatewayHttpClient.js"
 import { ResponseMetadata, type WithResponse } from "../services/InferenceHttpClient.js"
 import { GatewayConfig } from "./GatewayConfig.js"
 import * as RetryPolicy from "./RetryPolicy.js"
-
-const userAgent = "effect-aifs/0.1.0"
-const maxErrorBody = 64 * 1024
-
-const pathOf = (url: string): string => {
-  try {
-    return new URL(url).pathname
-  } catch {
-    return url.split("?")[0] ?? url
-  }
-}
-
-const readBounded = (response: HttpClientResponse.HttpClientResponse) =>
-  response.stream.pipe(
-    Stream.decodeText(),
-    Stream.runFoldWhile("", (text) => text.length < maxErrorBody, (text, chunk) => text + chunk),
-    Effect.map((text) => text.slice(0, maxErrorBody))
-  )
 
 /**
  * Builds the transport from the platform `HttpClient`, the `GatewayConfig` and the `RetryPolicy`.
@@ -69,75 +46,26 @@ export const make: Effect.Effect<
       return Effect.fail(
         new TransportError({
           message: "gateway requests take a URL relative to the gateway; refusing to send credentials elsewhere",
-          endpoint: `${request.method} ${pathOf(request.url)}`
+          endpoint: Transport.endpointOf(request)
         })
       )
     }
     const base = request.pipe(
       HttpClientRequest.prependUrl(config.url),
-      HttpClientRequest.setHeaders({ accept: "application/json", "user-agent": userAgent })
+      HttpClientRequest.setHeaders({ accept: "application/json", "user-agent": Transport.userAgent })
     )
     const prepared = options.token === undefined ? base : HttpClientRequest.bearerToken(base, options.token)
-    const endpoint = `${prepared.method} ${pathOf(prepared.url)}`
+    const endpoint = Transport.endpointOf(prepared)
     const after = options.timeout === undefined ? config.timeout : Duration.decode(options.timeout)
 
-    const decode = (text: string, meta: ResponseMetadata) => {
-      const failure = (message: string) =>
-        new DecodeError({
-          message,
-          endpoint,
-          status: meta.status,
-          ...(meta.requestId === undefined ? {} : { requestId: meta.requestId }),
-          excerpt: excerpt(redact(text))
-        })
-      return Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => failure("response body is not JSON") })
-        .pipe(Effect.flatMap((body) =>
-          Schema.decodeUnknown(schema)(body, { onExcessProperty: "ignore" }).pipe(
-            Effect.mapError((error) =>
-              failure(redact(`response did not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`))
-            )
-          )
-        ))
-    }
-
-    const attempt = client.execute(prepared).pipe(
-      Effect.mapError((error) =>
-        new TransportError({ message: redact(fromHttpClientError(error, endpoint).message), endpoint })
+    const attempt = Transport.send(client, prepared, endpoint, redact).pipe(
+      Effect.flatMap(([response, info]) =>
+        Transport.readText(response, endpoint).pipe(
+          Effect.flatMap((text) => Transport.decodeJson(schema, text, info, endpoint, redact)),
+          Effect.map((value) => ({ value, response: new ResponseMetadata(info) }))
+        )
       ),
-      Effect.flatMap((response) =>
-        Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const meta = new ResponseMetadata({
-            status: response.status,
-            requestId: requestId(response.headers),
-            rateLimit: parseRateLimitInfo(response.headers, now),
-            headers: response.headers
-          })
-          if (response.status < 200 || response.status >= 300) {
-            const body = yield* readBounded(response).pipe(Effect.orElseSucceed(() => ""))
-            return yield* Effect.fail(fromResponse({
-              status: response.status,
-              body: redact(body),
-              endpoint,
-              requestId: meta.requestId,
-              rateLimit: meta.rateLimit
-            }))
-          }
-          const text = yield* response.text.pipe(Effect.mapError((error) => fromHttpClientError(error, endpoint)))
-          const value = yield* decode(text, meta)
-          return { value, response: meta }
-        })
-      ),
-      Effect.timeoutFail({
-        duration: after,
-        onTimeout: () =>
-          new Timeout({
-            message: `no complete response within ${Duration.format(after)}`,
-            endpoint,
-            timeout: "total",
-            after
-          })
-      })
+      Transport.totalTimeout(after, endpoint)
     )
     return options.retry === false ? attempt : Effect.retry(attempt, policy.schedule)
   }

@@ -6,23 +6,19 @@
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
-import * as Schema from "effect/Schema"
-import * as SchemaAST from "effect/SchemaAST"
+import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { excerpt, fromHttpClientError, fromResponse, fromStreamError } from "../internal/errors.js"
-import { parseRateLimitInfo, requestId } from "../internal/headers.js"
+import { excerpt, fromHttpClientError, fromStreamError } from "../internal/errors.js"
 import { fingerprint, makeRedactor } from "../internal/redact.js"
 import { decodeEvents } from "../internal/sse.js"
+import * as Transport from "../internal/transport.js"
 import { type ApiError, DecodeError, Timeout, TransportError } from "../schemas/Errors.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import {
@@ -37,26 +33,6 @@ import { ClientConfig } from "./ClientConfig.js"
 import * as Metrics from "./ClientMetrics.js"
 import { type Permit, RateLimiter } from "./RateLimiter.js"
 import * as RetryPolicy from "./RetryPolicy.js"
-
-const userAgent = "effect-aifs/0.1.0"
-
-/** Error bodies are read up to this size; the rest is dropped (an HTML error page can be large). */
-const maxErrorBody = 64 * 1024
-
-const pathOf = (url: string): string => {
-  try {
-    return new URL(url).pathname
-  } catch {
-    return url.split("?")[0] ?? url
-  }
-}
-
-const readBounded = (response: HttpClientResponse.HttpClientResponse) =>
-  response.stream.pipe(
-    Stream.decodeText(),
-    Stream.runFoldWhile("", (text) => text.length < maxErrorBody, (text, chunk) => text + chunk),
-    Effect.map((text) => text.slice(0, maxErrorBody))
-  )
 
 /**
  * Builds the transport from the platform `HttpClient`, the `ClientConfig` and the `RetryPolicy`.
@@ -82,56 +58,22 @@ export const make: Effect.Effect<
     request.pipe(
       HttpClientRequest.prependUrl(bases[options.base ?? "v2"]),
       HttpClientRequest.bearerToken(config.apiKey),
-      HttpClientRequest.setHeaders({ accept, "user-agent": userAgent })
+      HttpClientRequest.setHeaders({ accept, "user-agent": Transport.userAgent })
     )
 
   /** One attempt up to the response headers; a non-2xx status becomes its typed error. */
-  const send = (
-    request: HttpClientRequest.HttpClientRequest,
-    endpoint: string
-  ): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseMetadata], ApiError> =>
-    client.execute(request).pipe(
-      Effect.mapError((error) => {
-        const mapped = fromHttpClientError(error, endpoint)
-        return new TransportError({ message: redact(mapped.message), endpoint })
-      }),
-      Effect.flatMap((response) =>
-        Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const meta = new ResponseMetadata({
-            status: response.status,
-            requestId: requestId(response.headers),
-            rateLimit: parseRateLimitInfo(response.headers, now),
-            headers: response.headers
-          })
-          yield* Metric.increment(Metric.tagged(Metrics.requests, "status", String(response.status)))
-          if (response.status >= 200 && response.status < 300) return [response, meta] as const
-          const body = yield* readBounded(response).pipe(Effect.orElseSucceed(() => ""))
-          if (response.status === 429) yield* Metric.increment(Metrics.rateLimited)
-          return yield* Effect.fail(fromResponse({
-            status: response.status,
-            body: redact(body),
-            endpoint,
-            requestId: meta.requestId,
-            rateLimit: meta.rateLimit
-          }))
-        })
-      )
-    )
+  const send = (request: HttpClientRequest.HttpClientRequest, endpoint: string) =>
+    Transport.send(client, request, endpoint, redact, (status) =>
+      Effect.zipRight(
+        Metric.increment(Metric.tagged(Metrics.requests, "status", String(status))),
+        status === 429 ? Metric.increment(Metrics.rateLimited) : Effect.void
+      )).pipe(Effect.map(([response, info]) => [response, new ResponseMetadata(info)] as const))
 
-  const totalTimeout = (endpoint: string, options: RequestOptions) => {
-    const after = options.timeout === undefined ? config.timeout : Duration.decode(options.timeout)
-    return Effect.timeoutFail({
-      duration: after,
-      onTimeout: () =>
-        new Timeout({
-          message: `no complete response within ${Duration.format(after)}`,
-          endpoint,
-          timeout: "total",
-          after
-        })
-    })
-  }
+  const totalTimeout = (endpoint: string, options: RequestOptions) =>
+    Transport.totalTimeout(
+      options.timeout === undefined ? config.timeout : Duration.decode(options.timeout),
+      endpoint
+    )
 
   const retrying = <A>(effect: Effect.Effect<A, ApiError>, options: RequestOptions): Effect.Effect<A, ApiError> =>
     options.retry === false ? effect : Effect.retry(
@@ -150,30 +92,8 @@ export const make: Effect.Effect<
       )
     )
 
-  const decodeBody = <A, I>(schema: Schema.Schema<A, I>, text: string, meta: ResponseMetadata, endpoint: string) => {
-    const failure = (message: string) =>
-      new DecodeError({
-        message,
-        endpoint,
-        status: meta.status,
-        ...(meta.requestId === undefined ? {} : { requestId: meta.requestId }),
-        excerpt: excerpt(redact(text))
-      })
-    return Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => failure("response body is not JSON") })
-      .pipe(
-        Effect.flatMap((json) =>
-          Schema.decodeUnknown(schema)(json, { onExcessProperty: "ignore" }).pipe(
-            Effect.mapError((error) =>
-              failure(
-                redact(
-                  `response did not match ${schemaName(schema)}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
-                )
-              )
-            )
-          )
-        )
-      )
-  }
+  const decodeBody = <A, I>(schema: Schema.Schema<A, I>, text: string, meta: ResponseMetadata, endpoint: string) =>
+    Transport.decodeJson(schema, text, meta, endpoint, redact)
 
   /**
    * One attempt through the rate limiter: waits for capacity (or routes to the queue when configured),
@@ -198,7 +118,7 @@ export const make: Effect.Effect<
         }
       }
       const prepared = prepare(request, routed, accept)
-      const endpoint = `${prepared.method} ${pathOf(prepared.url)}`
+      const endpoint = Transport.endpointOf(prepared)
       const learn = (info: RateLimitInfo | undefined, status: number) =>
         limiter === undefined || model === undefined || info === undefined
           ? Effect.void
@@ -363,15 +283,6 @@ const reconcile = (permit: Permit | undefined, value: unknown): Effect.Effect<vo
 const isErrorPayload = (data: unknown): boolean =>
   typeof data === "object" && data !== null && "error" in data && !("choices" in data) &&
   (data as { error: unknown }).error !== null
-
-const schemaName = (schema: Schema.Schema.Any): string => {
-  // a Schema.Class is a Transformation whose identifier sits on its type side
-  const ast = SchemaAST.typeAST(schema.ast)
-  return Option.getOrElse(
-    Option.orElse(SchemaAST.getIdentifierAnnotation(ast), () => SchemaAST.getTitleAnnotation(ast)),
-    () => "its schema"
-  )
-}
 
 /**
  * The transport, from the platform `HttpClient`, a `ClientConfig` and a `RetryPolicy`.
