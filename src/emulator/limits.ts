@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import * as SlidingWindowLog from "../internal/slidingWindow.js"
 
 /**
  * A quota: requests and tokens per window.
@@ -11,12 +12,7 @@
  * @since 0.1.0
  * @category models
  */
-export interface Quota {
-  /** Requests per window. */
-  readonly rpm: number
-  /** Tokens (input and output) per window. */
-  readonly tpm: number
-}
+export type Quota = SlidingWindowLog.Quota
 
 /**
  * The quota presets of the service's seed tiers.
@@ -24,10 +20,7 @@ export interface Quota {
  * @since 0.1.0
  * @category models
  */
-export const tierQuotas: Readonly<Record<string, Quota>> = {
-  basic: { rpm: 20, tpm: 18_750 },
-  standard4000: { rpm: 600, tpm: 150_000 }
-}
+export const tierQuotas: Readonly<Record<string, Quota>> = SlidingWindowLog.tierQuotas
 
 /**
  * What the window says about itself, for the `x-ratelimit-*` headers.
@@ -65,11 +58,6 @@ export type Admission =
   }
   | { readonly _tag: "TooLarge" }
 
-interface Entry {
-  readonly at: number
-  readonly tokens: number
-}
-
 /**
  * A sliding-window log for one key and model.
  *
@@ -77,15 +65,9 @@ interface Entry {
  * @category models
  */
 export class SlidingWindow {
-  private entries: Array<Entry> = []
+  private readonly entries: Array<SlidingWindowLog.Entry> = []
 
   constructor(readonly quota: Quota, readonly windowMs: number) {}
-
-  private prune(now: number): void {
-    let drop = 0
-    while (drop < this.entries.length && this.entries[drop]!.at + this.windowMs <= now) drop++
-    if (drop > 0) this.entries = this.entries.slice(drop)
-  }
 
   private tokensUsed(): number {
     return this.entries.reduce((sum, e) => sum + e.tokens, 0)
@@ -94,38 +76,30 @@ export class SlidingWindow {
   /** Whether a request charging `tokens` may go now, and if not how long until it may. */
   check(now: number, tokens: number): Admission {
     if (tokens > this.quota.tpm) return { _tag: "TooLarge" }
-    this.prune(now)
-    const count = this.entries.length
-    const requestsWaitMs = count < this.quota.rpm ? 0 : this.entries[count - this.quota.rpm]!.at + this.windowMs - now
-    let tokensWaitMs = 0
-    let used = this.tokensUsed()
-    if (used + tokens > this.quota.tpm) {
-      for (const entry of this.entries) {
-        used -= entry.tokens
-        if (used + tokens <= this.quota.tpm) {
-          tokensWaitMs = entry.at + this.windowMs - now
-          break
-        }
-      }
-    }
-    if (requestsWaitMs <= 0 && tokensWaitMs <= 0) return { _tag: "Admitted" }
+    SlidingWindowLog.prune(this.entries, now, this.windowMs)
+    const { requestsWaitMs, tokensWaitMs } = SlidingWindowLog.waitFor(this.entries, now, tokens, {
+      requests: this.quota.rpm,
+      tokens: this.quota.tpm,
+      windowMs: this.windowMs
+    })
+    if (requestsWaitMs === 0 && tokensWaitMs === 0) return { _tag: "Admitted" }
     return {
       _tag: "Wait",
       waitMs: Math.max(requestsWaitMs, tokensWaitMs),
       by: requestsWaitMs >= tokensWaitMs ? "requests" : "tokens",
-      requestsWaitMs: Math.max(0, requestsWaitMs),
-      tokensWaitMs: Math.max(0, tokensWaitMs)
+      requestsWaitMs,
+      tokensWaitMs
     }
   }
 
   /** Counts a request sent at `now`. */
   record(now: number, tokens: number): void {
-    this.entries.push({ at: now, tokens })
+    this.entries.push({ at: now, requests: 1, tokens })
   }
 
   /** The window's state at `now`. */
   status(now: number): WindowStatus {
-    this.prune(now)
+    SlidingWindowLog.prune(this.entries, now, this.windowMs)
     const used = this.tokensUsed()
     const oldest = this.entries[0]
     const oldestWithTokens = this.entries.find((e) => e.tokens > 0)

@@ -14,6 +14,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as SlidingWindowLog from "../internal/slidingWindow.js"
 
 /**
  * The limits a reservation is checked against.
@@ -86,17 +87,9 @@ export declare namespace LimiterStore {
   }
 }
 
-interface Entry {
+interface Entry extends SlidingWindowLog.Entry {
   readonly id: number
-  readonly at: number
-  readonly requests: number
   tokens: number
-}
-
-const prune = (entries: Array<Entry>, now: number, windowMs: number): void => {
-  let drop = 0
-  while (drop < entries.length && entries[drop]!.at + windowMs <= now) drop++
-  if (drop > 0) entries.splice(0, drop)
 }
 
 /**
@@ -121,34 +114,9 @@ export const makeMemory = (): LimiterStore.Service => {
       Effect.sync((): Reservation => {
         if (tokens > limits.tokens) return { _tag: "TooLarge" }
         const entries = entriesOf(bucket)
-        prune(entries, now, limits.windowMs)
-        let requestsWait = 0
-        let count = 0
-        for (const e of entries) count += e.requests
-        if (count + 1 > limits.requests) {
-          // the entry whose expiry brings the count under the limit
-          let excess = count + 1 - limits.requests
-          for (const e of entries) {
-            excess -= e.requests
-            if (excess <= 0) {
-              requestsWait = e.at + limits.windowMs - now
-              break
-            }
-          }
-        }
-        let tokensWait = 0
-        let used = 0
-        for (const e of entries) used += e.tokens
-        if (used + tokens > limits.tokens) {
-          for (const e of entries) {
-            used -= e.tokens
-            if (used + tokens <= limits.tokens) {
-              tokensWait = e.at + limits.windowMs - now
-              break
-            }
-          }
-        }
-        const waitMs = Math.max(requestsWait, tokensWait)
+        SlidingWindowLog.prune(entries, now, limits.windowMs)
+        const { requestsWaitMs, tokensWaitMs } = SlidingWindowLog.waitFor(entries, now, tokens, limits)
+        const waitMs = Math.max(requestsWaitMs, tokensWaitMs)
         if (waitMs > 0) return { _tag: "Wait", waitMs }
         const id = ++nextId
         entries.push({ id, at: now, requests: 1, tokens })
@@ -176,7 +144,7 @@ export const makeMemory = (): LimiterStore.Service => {
     usage: (bucket, now, windowMs) =>
       Effect.sync((): Usage => {
         const entries = entriesOf(bucket)
-        prune(entries, now, windowMs)
+        SlidingWindowLog.prune(entries, now, windowMs)
         let requests = 0
         let tokens = 0
         for (const e of entries) {

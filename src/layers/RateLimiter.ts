@@ -16,6 +16,7 @@ import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as SlidingWindowLog from "../internal/slidingWindow.js"
 import { RequestTooLarge } from "../schemas/Errors.js"
 import type { ModelList } from "../schemas/Models.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
@@ -30,10 +31,7 @@ import * as TokenEstimator from "./TokenEstimator.js"
  * @since 0.1.0
  * @category models
  */
-export interface Quota {
-  readonly rpm: number
-  readonly tpm: number
-}
+export type Quota = SlidingWindowLog.Quota
 
 /**
  * The presets of the service's seed tiers.
@@ -41,10 +39,7 @@ export interface Quota {
  * @since 0.1.0
  * @category models
  */
-export const tiers: Readonly<Record<Tier, Quota>> = {
-  basic: { rpm: 20, tpm: 18_750 },
-  standard4000: { rpm: 600, tpm: 150_000 }
-}
+export const tiers: Readonly<Record<Tier, Quota>> = SlidingWindowLog.tierQuotas
 
 /**
  * Settings of the limiter.
