@@ -49,7 +49,9 @@ export const make: Effect.Effect<
   const policy = yield* RetryPolicy.RetryPolicy
   const client = yield* HttpClient.HttpClient
   // optional: without a RateLimiter in the context, requests go out at once and only the retries react
-  const limiter = Option.getOrUndefined(yield* Effect.serviceOption(RateLimiter))
+  const limiter = Option.getOrUndefined(
+    Option.filter(yield* Effect.serviceOption(RateLimiter), (limiter) => limiter.enabled)
+  )
   const redact = makeRedactor([config.apiKey])
   const keyId = fingerprint(config.apiKey)
   const bases = { v2: config.baseUrl, v1: config.v1Url, queue: config.queueUrl } as const

@@ -155,6 +155,8 @@ export declare namespace RateLimiter {
     readonly snapshot: Effect.Effect<ReadonlyArray<BucketState>>
     /** The state of every bucket, after each change. */
     readonly changes: Stream.Stream<ReadonlyArray<BucketState>>
+    /** False for `layerDisabled`: the transport then skips estimating costs altogether. */
+    readonly enabled: boolean
     /** Whether exhausted budgets route to the queue. */
     readonly queueRouting: boolean
     /** Time-to-first-byte limit of routed requests. */
@@ -245,7 +247,16 @@ export const make = (
       Clock.currentTimeMillis,
       (now) => Effect.forEach([...buckets.values()], (bucket) => stateOf(bucket, now))
     )
-    const publish = Effect.flatMap(snapshot, (all) => SubscriptionRef.set(states, all))
+    // only the bucket that changed is recomputed: with thousands of callers waiting, every acquire publishes
+    const publish = (bucket: Bucket) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.flatMap(stateOf(bucket, now), (state) =>
+          SubscriptionRef.update(states, (all) => {
+            const index = all.findIndex((s) =>
+              s.key === state.key && s.model === state.model
+            )
+            return index < 0 ? [...all, state] : all.map((s, i) => (i === index ? state : s))
+          })))
 
     const limitsOf = (bucket: Bucket) => ({
       requests: bucket.requests,
@@ -295,10 +306,10 @@ export const make = (
       tokens,
       reconcile: (actual) =>
         actual > tokens || (reconcileMode === "actual" && actual !== tokens)
-          ? Effect.zipRight(store.adjust(bucket.id, id, actual), publish)
+          ? Effect.zipRight(store.adjust(bucket.id, id, actual), publish(bucket))
           : Effect.void,
-      cancel: Effect.zipRight(store.remove(bucket.id, id), publish),
-      refund: Effect.zipRight(store.adjust(bucket.id, id, 0), publish)
+      cancel: Effect.zipRight(store.remove(bucket.id, id), publish(bucket)),
+      refund: Effect.zipRight(store.adjust(bucket.id, id, 0), publish(bucket))
     })
 
     const acquire: RateLimiter.Service["acquire"] = (request) => {
@@ -323,7 +334,10 @@ export const make = (
       // the wait counts from arrival: time in line behind others as well as time at the head
       return Effect.gen(function*() {
         const arrived = yield* Clock.currentTimeMillis
-        const granted = yield* Effect.ensuring(inLine(bucket, Effect.zipRight(publish, attempt)), publish)
+        const granted = yield* Effect.ensuring(
+          inLine(bucket, Effect.zipRight(publish(bucket), attempt)),
+          publish(bucket)
+        )
         const waited = (yield* Clock.currentTimeMillis) - arrived
         if (waited > 0) yield* Metric.incrementBy(ClientMetrics.limiterWaitMillis, waited)
         return granted
@@ -376,7 +390,7 @@ export const make = (
           Math.min(now, now + (reset === undefined ? windowMs : Duration.toMillis(reset)) - windowMs)
         if (extraRequests > 0) yield* store.add(bucket.id, since(info.resetRequests), extraRequests, 0)
         if (extraTokens > 0) yield* store.add(bucket.id, since(info.resetTokens), 0, extraTokens)
-        yield* publish
+        yield* publish(bucket)
       })
 
     const learnModels: RateLimiter.Service["learnModels"] = (models) =>
@@ -405,6 +419,7 @@ export const make = (
       learnModels,
       snapshot,
       changes: states.changes,
+      enabled: true,
       queueRouting: options.queueRouting ?? false,
       queueTimeout: Duration.decode(options.queueTimeout ?? Duration.minutes(30))
     }
@@ -455,6 +470,7 @@ export const layerDisabled: Layer.Layer<RateLimiter> = Layer.succeed(RateLimiter
   learnModels: () => Effect.void,
   snapshot: Effect.succeed([]),
   changes: Stream.make([]),
+  enabled: false,
   queueRouting: false,
   queueTimeout: Duration.minutes(30)
 })
