@@ -132,10 +132,11 @@ export const make: Effect.Effect<
             ? Effect.void
             : error._tag === "TransportError" || error._tag === "RateLimited"
             ? permit.cancel
-            : permit.refund
+            : Effect.zipRight(permit.answered, permit.refund)
           return Effect.zipRight(settle, learn("rateLimit" in error ? error.rateLimit : undefined, status))
         })
       )
+      if (permit !== undefined) yield* permit.answered
       yield* learn(meta.rateLimit, meta.status)
       return { response, meta, endpoint, permit }
     })

@@ -80,6 +80,11 @@ export declare namespace LimiterStore {
     readonly adjust: (bucket: string, id: number, tokens: number) => Effect.Effect<void>
     /** Removes a counted entry (the server never counted that request). */
     readonly remove: (bucket: string, id: number) => Effect.Effect<void>
+    /**
+     * Moves a counted entry to `at` (no earlier than where it is): the time the server answered, by which it
+     * has surely counted the request, so the entry leaves the window no sooner than the server's does.
+     */
+    readonly restamp: (bucket: string, id: number, at: number) => Effect.Effect<void>
     /** Counts usage the server reports that this process did not send (another process on the same key). */
     readonly add: (bucket: string, at: number, requests: number, tokens: number) => Effect.Effect<void>
     /** The bucket's usage at `now`. */
@@ -90,6 +95,13 @@ export declare namespace LimiterStore {
 interface Entry extends SlidingWindowLog.Entry {
   readonly id: number
   tokens: number
+}
+
+// kept in time order: entries are pruned from the front
+const insertInOrder = (entries: Array<Entry>, entry: Entry): void => {
+  let index = entries.length
+  while (index > 0 && entries[index - 1]!.at > entry.at) index--
+  entries.splice(index, 0, entry)
 }
 
 /**
@@ -133,14 +145,16 @@ export const makeMemory = (): LimiterStore.Service => {
         const index = entries?.findIndex((e) => e.id === id) ?? -1
         if (entries !== undefined && index >= 0) entries.splice(index, 1)
       }),
-    add: (bucket, at, requests, tokens) =>
+    restamp: (bucket, id, at) =>
       Effect.sync(() => {
-        const entries = entriesOf(bucket)
-        // kept in time order: entries are pruned from the front
-        let index = entries.length
-        while (index > 0 && entries[index - 1]!.at > at) index--
-        entries.splice(index, 0, { id: ++nextId, at, requests, tokens })
+        const entries = buckets.get(bucket)
+        const index = entries?.findIndex((e) => e.id === id) ?? -1
+        if (entries === undefined || index < 0 || entries[index]!.at >= at) return
+        const [entry] = entries.splice(index, 1)
+        insertInOrder(entries, { ...entry!, at })
       }),
+    add: (bucket, at, requests, tokens) =>
+      Effect.sync(() => insertInOrder(entriesOf(bucket), { id: ++nextId, at, requests, tokens })),
     usage: (bucket, now, windowMs) =>
       Effect.sync((): Usage => {
         const entries = entriesOf(bucket)

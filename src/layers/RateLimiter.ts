@@ -114,6 +114,11 @@ export interface Permit {
   readonly tokens: number
   /** The response's usage: raised when higher than reserved, lowered when configured to. */
   readonly reconcile: (actualTokens: number) => Effect.Effect<void>
+  /**
+   * The server answered: the entry now counts from this moment, by which the server has surely counted the
+   * request (it counts arrival, which may be well after the request left this process).
+   */
+  readonly answered: Effect.Effect<void>
   /** The server never counted the request (connection failed, 429): the request and tokens come back. */
   readonly cancel: Effect.Effect<void>
   /** The server answered with an error: the request stays counted, the tokens come back. */
@@ -308,6 +313,7 @@ export const make = (
         actual > tokens || (reconcileMode === "actual" && actual !== tokens)
           ? Effect.zipRight(store.adjust(bucket.id, id, actual), publish(bucket))
           : Effect.void,
+      answered: Effect.flatMap(Clock.currentTimeMillis, (now) => store.restamp(bucket.id, id, now)),
       cancel: Effect.zipRight(store.remove(bucket.id, id), publish(bucket)),
       refund: Effect.zipRight(store.adjust(bucket.id, id, 0), publish(bucket))
     })
@@ -454,7 +460,13 @@ export const layerWith = (
 export const layerFromClientConfig = (options: Options = {}): Layer.Layer<RateLimiter, never, ClientConfig> =>
   Layer.unwrapEffect(Effect.map(ClientConfig, (config) => layer({ tier: config.tier, ...options })))
 
-const noPermit: Permit = { tokens: 0, reconcile: () => Effect.void, cancel: Effect.void, refund: Effect.void }
+const noPermit: Permit = {
+  tokens: 0,
+  reconcile: () => Effect.void,
+  answered: Effect.void,
+  cancel: Effect.void,
+  refund: Effect.void
+}
 
 /**
  * No proactive limiting: requests go out at once and only the retry policy reacts to 429s.

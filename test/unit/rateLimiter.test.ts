@@ -120,6 +120,20 @@ describe("RateLimiter", () => {
       assert.strictEqual((yield* actual.snapshot)[0]?.usedTokens, 100)
     }))
 
+  it.effect("an answered request counts from the answer, so it never leaves the window before the server's count", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 1, tpm: 1_000_000 } }, window: "10 seconds" })
+      const permit = yield* limiter.acquire(ticket())
+      // the request took 2 s to reach the server and be answered
+      yield* TestClock.adjust("2 seconds")
+      yield* permit.answered
+      const next = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* TestClock.adjust("8 seconds")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(next)))
+      yield* TestClock.adjust("2 seconds")
+      yield* Fiber.join(next)
+    }))
+
   it.effect("a failed request gives back what it reserved: tokens always, the request when never counted", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 1000 } } })
