@@ -9,6 +9,7 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -103,15 +104,15 @@ const schemaName = (schema: Schema.Schema.Any): string => {
   )
 }
 
-/** Parses and decodes a JSON body (tolerantly: extra fields pass); failures are bounded, redacted `DecodeError`s. */
-export const decodeJson = <A, I>(
-  schema: Schema.Schema<A, I>,
-  text: string,
-  info: ResponseInfo,
-  endpoint: string,
-  redact: (text: string) => string
-): Effect.Effect<A, DecodeError> => {
-  const failure = (message: string) =>
+/**
+ * A decoder for one schema, built once: `value` decodes an already-parsed JSON value (tolerantly: extra
+ * fields pass), `text` parses first. Failures are bounded, redacted `DecodeError`s. Synchronous, because a
+ * stream decodes one per chunk.
+ */
+export const decoder = <A, I>(schema: Schema.Schema<A, I>, endpoint: string, redact: (text: string) => string) => {
+  const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })
+  const name = schemaName(schema)
+  const failure = (message: string, text: string, info: ResponseInfo) =>
     new DecodeError({
       message: excerpt(redact(message), 1024),
       endpoint,
@@ -119,17 +120,35 @@ export const decodeJson = <A, I>(
       ...(info.requestId === undefined ? {} : { requestId: info.requestId }),
       excerpt: excerpt(redact(text))
     })
-  return Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => failure("response body is not JSON") })
-    .pipe(
-      Effect.flatMap((json) =>
-        Schema.decodeUnknown(schema)(json, { onExcessProperty: "ignore" }).pipe(
-          Effect.mapError((error) =>
-            failure(`response did not match ${schemaName(schema)}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)
-          )
-        )
-      )
+  const value = (json: unknown, text: string, info: ResponseInfo): Either.Either<A, DecodeError> =>
+    Either.mapLeft(
+      decode(json),
+      (error) =>
+        failure(`response did not match ${name}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`, text, info)
     )
+  const parse = (text: string, info: ResponseInfo): Either.Either<unknown, DecodeError> => {
+    try {
+      return Either.right(JSON.parse(text) as unknown)
+    } catch {
+      return Either.left(failure("response body is not JSON", text, info))
+    }
+  }
+  return {
+    parse,
+    value,
+    text: (text: string, info: ResponseInfo): Either.Either<A, DecodeError> =>
+      Either.flatMap(parse(text, info), (json) => value(json, text, info))
+  }
 }
+
+/** Parses and decodes a JSON body with `schema`. */
+export const decodeJson = <A, I>(
+  schema: Schema.Schema<A, I>,
+  text: string,
+  info: ResponseInfo,
+  endpoint: string,
+  redact: (text: string) => string
+): Effect.Effect<A, DecodeError> => decoder(schema, endpoint, redact).text(text, info)
 
 /** Fails with `Timeout` (`total`) when `effect` takes longer than `after`. */
 export const totalTimeout = (after: Duration.Duration, endpoint: string) =>

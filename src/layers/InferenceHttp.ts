@@ -8,6 +8,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -15,11 +16,11 @@ import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { excerpt, fromHttpClientError, fromStreamError } from "../internal/errors.js"
+import { fromHttpClientError, fromStreamError } from "../internal/errors.js"
 import { fingerprint, makeRedactor } from "../internal/redact.js"
 import { decodeEvents } from "../internal/sse.js"
 import * as Transport from "../internal/transport.js"
-import { type ApiError, DecodeError, Timeout, TransportError } from "../schemas/Errors.js"
+import { type ApiError, Timeout, TransportError } from "../schemas/Errors.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import {
   InferenceHttpClient,
@@ -205,26 +206,18 @@ export const make: Effect.Effect<
       const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
       const context = { endpoint, requestId: meta.requestId, rateLimit: meta.rateLimit }
       let ended = false
-      const decodeEvent = (event: ServerSentEvent): Effect.Effect<A, ApiError> =>
-        Effect.gen(function*() {
-          const data = yield* Effect.try({
-            try: () => JSON.parse(event.data) as unknown,
-            catch: () =>
-              new DecodeError({
-                message: "stream event is not JSON",
-                endpoint,
-                status: meta.status,
-                excerpt: excerpt(redact(event.data))
-              })
-          })
-          if (event.event === "error" || isErrorPayload(data)) {
-            // the server may echo the key in the message: map the redacted payload
-            return yield* Effect.fail(fromStreamError(JSON.parse(redact(event.data)), context))
-          }
-          const value = yield* decodeBody(schema, event.data, meta, endpoint)
-          yield* reconcile(permit, value)
-          return value
-        })
+      const decode = Transport.decoder(schema, endpoint, redact)
+      const decodeEvent = (event: ServerSentEvent): Effect.Effect<A, ApiError> => {
+        const data = decode.parse(event.data, meta)
+        if (Either.isLeft(data)) return Effect.fail(data.left)
+        if (event.event === "error" || isErrorPayload(data.right)) {
+          // the server may echo the key in the message: map the redacted payload
+          return Effect.fail(fromStreamError(JSON.parse(redact(event.data)), context))
+        }
+        const value = decode.value(data.right, event.data, meta)
+        if (Either.isLeft(value)) return Effect.fail(value.left)
+        return Effect.as(reconcile(permit, value.right), value.right)
+      }
       const body = events.pipe(
         Stream.filter((event) => event.data.trim() !== ""),
         Stream.takeWhile((event) => {
