@@ -73,6 +73,52 @@ describe("aifs batch", () => {
     }), 120_000)
 })
 
+describe("aifs batch, interrupted", () => {
+  it.live(
+    "Ctrl-C finishes the requests in flight, then stops with whole lines; a rerun completes the rest",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aifs-batch-"))
+        const input = path.join(dir, "in.jsonl")
+        const output = path.join(dir, "out.jsonl")
+        fs.writeFileSync(
+          input,
+          Array.from({ length: 200 }, (_, i) =>
+            JSON.stringify({
+              custom_id: `r${i}`,
+              url: "/v1/chat/completions",
+              body: {
+                model: "Llama-3.3-70B-Instruct",
+                messages: [{ role: "user", content: `q${i}` }],
+                max_tokens: 1000
+              }
+            })).join("\n") + "\n"
+        )
+        const first = start([input, "--out", output, "--concurrency", "16"])
+        const firstExit = exited(first, 60_000)
+        for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
+        first.kill("SIGINT")
+        const code = yield* firstExit
+        assert.strictEqual(code, 130)
+        const stopped = fs.readFileSync(output, "utf8")
+        assert.isTrue(stopped.endsWith("\n"))
+        const firstIds = stopped.split("\n").filter((l) => l !== "").map((l) =>
+          (JSON.parse(l) as { custom_id: string }).custom_id
+        )
+        assert.isBelow(firstIds.length, 200)
+
+        assert.strictEqual(yield* exited(start([input, "--out", output]), 60_000), 0)
+        const ids = fs.readFileSync(output, "utf8").split("\n").filter((l) => l !== "").map((l) =>
+          (JSON.parse(l) as { custom_id: string }).custom_id
+        )
+        assert.strictEqual(ids.length, 200)
+        assert.strictEqual(new Set(ids).size, 200)
+        fs.rmSync(dir, { recursive: true, force: true })
+      }),
+    120_000
+  )
+})
+
 describe("Batch.parseLine", () => {
   it("accepts the three endpoints with or without a version prefix and keeps extra body fields", () => {
     const parsed = Batch.parseLine(

@@ -59,6 +59,38 @@ describe("the proactive rate limiter against the emulator", () => {
       assert.isFalse(states.find((s) => s.model === "Llama-3.3-70B-Instruct")?.fromHeaders)
     }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "6 seconds", rateLimiter: { margin: 0 } }))))
 
+  it.effect("with queue routing, a request over the local budget goes to the queue instead of waiting", () =>
+    Effect.gen(function*() {
+      const chat = yield* Chat.Chat
+      const admittedBefore = yield* count(ClientMetrics.limiterAdmitted)
+      const rateLimitedBefore = yield* count(ClientMetrics.rateLimited)
+      let done = 0
+      const fiber = yield* Effect.fork(Effect.forEach(
+        Array.from({ length: 21 }, (_, i) => i),
+        (i) =>
+          Effect.ensuring(
+            chat.create(ask("Llama-3.3-70B-Instruct", `question ${i}`, { max_tokens: 20 })),
+            Effect.sync(() => done++)
+          ),
+        { concurrency: "unbounded" }
+      ))
+      // 20 go through the limiter on /v2; the 21st is sent to /queue, where the emulator holds it
+      yield* waitUntil("20 requests are answered", Effect.sync(() => done >= 20))
+      assert.strictEqual((yield* count(ClientMetrics.limiterAdmitted)) - admittedBefore, 20)
+      assert.isTrue(Option.isNone(yield* Fiber.poll(fiber)))
+      // nobody waits in the client's limiter: the 21st is held by the server's queue
+      const states = yield* (yield* RateLimiter.RateLimiter).snapshot
+      assert.strictEqual(states.find((s) => s.model === "Llama-3.3-70B-Instruct")?.waiting, 0)
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(fiber)
+      assert.strictEqual(done, 21)
+      assert.strictEqual((yield* count(ClientMetrics.rateLimited)) - rateLimitedBefore, 0)
+    }).pipe(Effect.provide(Testing.layerEmulator({
+      tier: "basic",
+      window: "10 seconds",
+      rateLimiter: { margin: 0, queueRouting: true }
+    }))))
+
   it.effect("a request larger than the whole token quota fails at once, before it is sent", () =>
     Effect.gen(function*() {
       const chat = yield* Chat.Chat
