@@ -149,12 +149,24 @@ export const make: Effect.Effect<
   ): Effect.Effect<WithResponse<A>, ApiError> =>
     retrying(
       Effect.flatMap(attempt(request, options, "application/json"), ({ endpoint, meta, permit, response }) =>
-        response.text.pipe(
-          Effect.mapError((error) =>
-            fromHttpClientError(error, endpoint)
+        Transport.readText(response, endpoint).pipe(
+          Effect.flatMap((text) =>
+            decodeBody(schema, text, meta, endpoint)
           ),
-          Effect.flatMap((text) => decodeBody(schema, text, meta, endpoint)),
           Effect.tap((value) => reconcile(permit, value)),
+          Effect.map((value) => ({ value, response: meta })),
+          totalTimeout(endpoint, options)
+        )),
+      options
+    )
+
+  const text = (
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions = {}
+  ): Effect.Effect<WithResponse<string>, ApiError> =>
+    retrying(
+      Effect.flatMap(attempt(request, options, "text/plain, */*"), ({ endpoint, meta, response }) =>
+        Transport.readText(response, endpoint).pipe(
           Effect.map((value) => ({ value, response: meta })),
           totalTimeout(endpoint, options)
         )),
@@ -236,7 +248,7 @@ export const make: Effect.Effect<
       )
     }))
 
-  return { apiVersion: config.apiVersion, json, sse, jsonStream }
+  return { apiVersion: config.apiVersion, json, text, sse, jsonStream }
 })
 
 /** The routes the queue root mirrors: a request to one of these may be routed there. */

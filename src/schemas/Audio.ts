@@ -23,8 +23,11 @@ export interface TranscriptionParams {
   readonly language?: string | undefined
   /** Sampling temperature, 0 to 1. */
   readonly temperature?: number | undefined
-  /** `json` (default) or `verbose_json`: the formats that answer JSON. */
-  readonly response_format?: "json" | "verbose_json" | undefined
+  /**
+   * `json` (default), `verbose_json`, or `text`, `srt`, `vtt`: these answer plain text, which becomes the
+   * result's `text` (the whole subtitle file for `srt` and `vtt`).
+   */
+  readonly response_format?: "json" | "verbose_json" | "text" | "srt" | "vtt" | undefined
   /** Text to guide the style or continue a previous segment. */
   readonly prompt?: string | undefined
 }

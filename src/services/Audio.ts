@@ -7,11 +7,11 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Schema from "effect/Schema"
+import * as Schema from "effect/Schema"
 import { annotateRequest } from "../internal/spans.js"
 import { multipart } from "../internal/uploadBody.js"
 import { type AudioModelList, AudioModelsResponse, Transcription, type TranscriptionParams } from "../schemas/Audio.js"
-import type { ApiError } from "../schemas/Errors.js"
+import { type ApiError, DecodeError } from "../schemas/Errors.js"
 import { type Base, InferenceHttpClient, type RequestOptions, type WithResponse } from "./InferenceHttpClient.js"
 
 export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
@@ -72,9 +72,27 @@ export const sendTranscription = <A, I>(
       "file",
       params.file
     ),
-    ({ request, retry }) =>
-      http.json(request, schema, { ...options, model: params.model, retry: retry && options.retry !== false })
+    ({ request, retry }) => {
+      const sendOptions = { ...options, model: params.model, retry: retry && options.retry !== false }
+      if (!textFormats.has(params.response_format ?? "json")) return http.json(request, schema, sendOptions)
+      // text, srt and vtt answer plain text: it becomes the `text` of the result
+      return Effect.flatMap(http.text(request, sendOptions), ({ response, value }) =>
+        Schema.decodeUnknown(schema)({ text: value }).pipe(
+          Effect.mapBoth({
+            onFailure: (error) =>
+              new DecodeError({
+                message: `a ${params.response_format} transcript could not be read: ${error.message}`,
+                endpoint: `POST ${path}`,
+                status: response.status,
+                excerpt: value.slice(0, 512)
+              }),
+            onSuccess: (decoded) => ({ value: decoded, response })
+          })
+        ))
+    }
   )
+
+const textFormats = new Set(["text", "srt", "vtt"])
 
 /**
  * Builds the service on the `InferenceHttpClient`.

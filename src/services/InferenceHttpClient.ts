@@ -130,6 +130,13 @@ export declare namespace InferenceHttpClient {
       options?: RequestOptions
     ) => Effect.Effect<WithResponse<A>, ApiError>
     /**
+     * Sends a request and returns its body as text (subtitle and plain-text formats), with retries.
+     */
+    readonly text: (
+      request: HttpClientRequest.HttpClientRequest,
+      options?: RequestOptions
+    ) => Effect.Effect<WithResponse<string>, ApiError>
+    /**
      * Sends a request and streams its server-sent events. Establishing the stream is retried; once events
      * flow, a failure ends the stream with a typed error (re-sending would repeat output).
      */

@@ -76,6 +76,19 @@ describe("Audio against the emulator", () => {
       const wrong = yield* Effect.flip(service.transcribe({ model: "Llama-3.3-70B-Instruct", file: audio }))
       assert.strictEqual(wrong._tag, "BadRequest")
     }).pipe(Effect.provide(emulator())))
+
+  it.effect("text, srt and vtt come back as the transcript's text", () =>
+    Effect.gen(function*() {
+      const service = yield* Audio.Audio
+      const json = yield* service.transcribe({ model: "whisper-large-v3", file: audio })
+      const text = yield* service.transcribe({ model: "whisper-large-v3", file: audio, response_format: "text" })
+      assert.strictEqual(text.text.trim(), json.text)
+      const srt = yield* service.transcribe({ model: "whisper-large-v3", file: audio, response_format: "srt" })
+      assert.match(srt.text, /^1\n00:00:00,000 --> /)
+      assert.include(srt.text, json.text)
+      const vtt = yield* service.translate({ model: "whisper-large-v3", file: audio, response_format: "vtt" })
+      assert.match(vtt.text, /^WEBVTT\n\n00:00:00\.000 --> /)
+    }).pipe(Effect.provide(emulator())))
 })
 
 describe("Images against the emulator", () => {
