@@ -11,7 +11,8 @@ const benches: Record<string, () => Promise<Report>> = {
   overhead: () => import("./overhead.js").then((m) => m.run()),
   streaming: () => import("./streaming.js").then((m) => m.run()),
   memory: () => import("./memory.js").then((m) => m.run()),
-  upload: () => import("./upload.js").then((m) => m.run())
+  upload: () => import("./upload.js").then((m) => m.run()),
+  soak: () => import("./soak.js").then((m) => m.run())
 }
 
 const file = new URL("../BENCHMARKS.md", import.meta.url)

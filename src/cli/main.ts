@@ -123,12 +123,19 @@ const emulatorCommand = Command.make(
   {
     port: Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("Port (0: any free port)")),
     host: Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Interface to bind")),
-    window: durationOption("window", Duration.minutes(1), "Length of the rate-limit window")
+    window: durationOption("window", Duration.minutes(1), "Length of the rate-limit window"),
+    faultRate: Options.float("fault-rate").pipe(
+      Options.withDefault(0),
+      Options.withDescription("Share of requests (0 to 1) answered with a 5xx or a dropped connection, for fault tests")
+    )
   },
-  ({ host, port, window }) =>
+  ({ faultRate, host, port, window }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) {
         return yield* Effect.fail(ValidationError.invalidValue(HelpDoc.p("--port must be from 0 to 65535")))
+      }
+      if (!(faultRate >= 0 && faultRate <= 1)) {
+        return yield* Effect.fail(ValidationError.invalidValue(HelpDoc.p("--fault-rate must be from 0 to 1")))
       }
       return yield* Layer.launch(
         Layer.effectDiscard(
@@ -137,11 +144,17 @@ const emulatorCommand = Command.make(
             yield* Console.log(`AI Foundation Services emulator listening on ${emulator.url}`)
             yield* Console.log(`  base URL: ${emulator.baseUrl}  (queue: ${emulator.queueUrl})`)
             yield* Console.log(`  rate-limit window: ${Duration.format(window)}`)
+            if (faultRate > 0) yield* Console.log(`  fault rate: ${faultRate} (5xx answers and dropped connections)`)
             yield* Console.log("  keys (development keys, not secrets):")
             for (const key of emulator.keys) yield* Console.log(`    ${key.tier.padEnd(14)} ${key.key}`)
             yield* Console.log("Press Ctrl-C to stop.")
           })
-        ).pipe(Layer.provide(Emulator.layer({ host, port, window })))
+        ).pipe(Layer.provide(Emulator.layer({
+          host,
+          port,
+          window,
+          ...(faultRate > 0 ? { chaos: Emulator.faultMix(faultRate) } : {})
+        })))
       )
     })
 ).pipe(Command.withDescription("Run the emulator of the service on a local port"))

@@ -13,9 +13,12 @@ import * as Layer from "effect/Layer"
 import { createServer, type Server } from "node:http"
 import * as App from "./app.js"
 import { catalogue } from "./catalogue.js"
+import type { Chaos, Stats } from "./chaos.js"
 import { developmentUsers, type UserSpec as GatewayUserSpec } from "./gateway/state.js"
 import { developmentKey, EmulatorState, type KeySpec, type Options } from "./state.js"
 
+export type { Chaos, Fault, FaultRule, Stats } from "./chaos.js"
+export { faultMix } from "./chaos.js"
 export type { GatewayOptions, UserSpec as GatewayUserSpec } from "./gateway/state.js"
 export { developmentUsers as developmentGatewayUsers } from "./gateway/state.js"
 export type { KeySpec, Options } from "./state.js"
@@ -56,6 +59,10 @@ export declare namespace Emulator {
     readonly gatewayUrl: string
     /** The users the gateway accepts (with their passwords: development credentials, not secrets). */
     readonly gatewayUsers: ReadonlyArray<GatewayUserSpec>
+    /** Replaces the fault rules (their `times` counts start again); `[]` turns faults off. */
+    readonly setChaos: (chaos: Chaos) => Effect.Effect<void>
+    /** Requests received, in flight and aborted, open connections, injected faults by kind. */
+    readonly stats: Effect.Effect<Stats>
   }
 }
 
@@ -104,12 +111,19 @@ const serveWith = (server: Server, options: ServeOptions): Layer.Layer<Emulator,
         keys,
         keyFor: (tier: string) => keys.find((k) => k.tier === tier)?.key,
         gatewayUrl: `${url}/gateway`,
-        gatewayUsers: options.gateway?.users ?? developmentUsers
+        gatewayUsers: options.gateway?.users ?? developmentUsers,
+        setChaos: (chaos: Chaos) => Effect.sync(() => state.chaos.set(chaos)),
+        stats: Effect.map(connectionsOf(server), (connections) => state.chaos.snapshot(connections))
       }
     })
   )
   return serve.pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: options.port ?? 0, host })))
 }
+
+const connectionsOf = (server: Server): Effect.Effect<number> =>
+  Effect.async<number>((resume) => {
+    server.getConnections((error, count) => resume(Effect.succeed(error ? 0 : count)))
+  })
 
 /**
  * The ids of the models the emulator serves.

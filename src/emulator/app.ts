@@ -10,6 +10,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Chaos from "./chaos.js"
 import * as GatewayRoutes from "./gateway/routes.js"
 import { detail } from "./http.js"
 import * as Chat from "./routes/chat.js"
@@ -23,8 +24,22 @@ import type { EmulatorState } from "./state.js"
 const knownPaths: ReadonlyArray<RegExp> = [
   /^\/(v2|queue)\/models(\/[^/]+)?\/?$/,
   /^\/(v2|queue)\/(chat\/completions|completions|embeddings)\/?$/,
-  ...Surface.knownPaths
+  ...Surface.knownPaths,
+  ...GatewayRoutes.knownPaths
 ]
+
+/**
+ * Paths the router cannot match name nothing: 404, never 405. Those are paths that do not percent-decode and
+ * ids longer than the router's parameter limit (100 characters).
+ */
+const routable = (path: string) => {
+  try {
+    decodeURIComponent(path)
+  } catch {
+    return false
+  }
+  return path.split("/").every((segment) => segment.length <= 100)
+}
 
 /**
  * Builds the application over one state.
@@ -52,7 +67,9 @@ export const make = (state: EmulatorState): HttpApp.Default<never, never> => {
       RouteNotFound: () =>
         Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
           const path = new URL(request.url, "http://emulator").pathname
-          return knownPaths.some((p) => p.test(path)) ? detail(405, "Method Not Allowed") : detail(404, "Not Found")
+          return knownPaths.some((p) => p.test(path)) && routable(path)
+            ? detail(405, "Method Not Allowed")
+            : detail(404, "Not Found")
         })
     }),
     Effect.catchAllCause((cause) =>
@@ -65,7 +82,7 @@ export const make = (state: EmulatorState): HttpApp.Default<never, never> => {
     )
   )
   return Effect.map(
-    app,
+    Chaos.middleware(state.chaos)(app),
     (response) =>
       HttpServerResponse.setHeader(response, "x-request-id", `req_${state.next().toString(36).padStart(8, "0")}`)
   )

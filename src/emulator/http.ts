@@ -4,14 +4,19 @@
  *
  * @since 0.1.0
  */
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { IncomingMessage } from "node:http"
 import { type CatalogueModel, findModel } from "./catalogue.js"
 import { formatGoDuration, type WindowStatus } from "./limits.js"
 import type { EmulatorState, KeySpec } from "./state.js"
@@ -63,7 +68,155 @@ export const authenticate = (
   })
 
 /**
- * Reads and decodes a JSON body. Not JSON: 422 `json_invalid`; wrong shape: 422 with a FastAPI issue list.
+ * The largest JSON body the emulator reads, in bytes (default 10 MiB): a bigger one gets 413 with a `detail`.
+ * Provide another value to the emulator's layer to change it.
+ *
+ * @since 0.1.0
+ * @category bodies
+ */
+export class JsonBodyLimit extends Context.Reference<JsonBodyLimit>()("effect-aifs/emulator/JsonBodyLimit", {
+  defaultValue: (): number => 10 * 1024 * 1024
+}) {}
+
+/**
+ * The deepest nesting of arrays and objects a JSON body may have: deeper input would exhaust the stack of the
+ * handlers that walk it (tool parameter schemas), so it is refused with 422 before parsing.
+ *
+ * @since 0.1.0
+ * @category bodies
+ */
+export const maxJsonDepth = 256
+
+/**
+ * More body bytes arrived than the limit allows.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class BodyTooLarge extends Data.TaggedError("BodyTooLarge")<{ readonly limit: number }> {}
+
+/**
+ * The body could not be read (the client went away mid-body).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class BodyUnreadable extends Data.TaggedError("BodyUnreadable")<{ readonly cause: unknown }> {}
+
+/**
+ * The request body as a stream that fails with `BodyTooLarge` as soon as more than `limit` bytes have arrived.
+ * Whatever the handler leaves unread is discarded as it arrives, neither buffered nor cut off: the socket stays
+ * open, so the client reads the 413 instead of a connection reset.
+ *
+ * @since 0.1.0
+ * @category bodies
+ */
+export const bodyStream = (
+  request: HttpServerRequest.HttpServerRequest,
+  limit: number
+): Stream.Stream<Uint8Array, BodyTooLarge | BodyUnreadable> =>
+  Stream.suspend(() => {
+    const source = NodeHttpServerRequest.toIncomingMessage(request)
+    const node = source instanceof IncomingMessage ? source : undefined
+    // the platform's own readers destroy the socket when they stop early; this one leaves it to Node
+    const raw: Stream.Stream<Uint8Array, BodyUnreadable> = node === undefined
+      ? Stream.mapError(request.stream, (cause) => new BodyUnreadable({ cause }))
+      : NodeStream.fromReadable(() => node, (cause) => new BodyUnreadable({ cause }), { closeOnDone: false })
+    let size = 0
+    return raw.pipe(
+      Stream.mapEffect((chunk) => {
+        size += chunk.length
+        return size > limit ? Effect.fail(new BodyTooLarge({ limit })) : Effect.succeed(chunk)
+      }),
+      Stream.ensuring(Effect.sync(() => {
+        // `resume` is ignored while the reader's `readable` listener still counts, which Node updates on the
+        // next tick: discard from the next turn of the event loop
+        if (node !== undefined) {
+          setImmediate(() => {
+            if (!node.complete && !node.destroyed) node.resume()
+          })
+        }
+      }))
+    )
+  })
+
+/**
+ * The announced `content-length`, when there is a valid one.
+ *
+ * @since 0.1.0
+ * @category bodies
+ */
+export const announcedLength = (request: HttpServerRequest.HttpServerRequest): number | undefined => {
+  const raw = request.headers["content-length"]
+  const n = raw === undefined ? Number.NaN : Number(raw)
+  return Number.isFinite(n) && n >= 0 ? n : undefined
+}
+
+const jsonInvalid = (msg: string) => reject(422, [{ type: "json_invalid", loc: ["body", 0], msg }])
+
+/** The deepest nesting of `[`/`{` outside strings, stopping once past `max`. */
+const nestingDepth = (text: string, max: number): number => {
+  let depth = 0
+  let deepest = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) {
+      inString = true
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > deepest) deepest = depth
+      if (deepest > max) return deepest
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--
+    }
+  }
+  return deepest
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
+/**
+ * Reads a JSON body of at most `JsonBodyLimit` bytes: 413 past it (announced or as it streams in), 422
+ * `json_invalid` when it is not UTF-8 JSON or nests deeper than `maxJsonDepth`.
+ *
+ * @since 0.1.0
+ * @category bodies
+ */
+export const readJson: Effect.Effect<unknown, Reject, HttpServerRequest.HttpServerRequest> = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const limit = yield* JsonBodyLimit
+  const tooLarge = reject(413, `Request body too large: the limit for JSON bodies is ${limit} bytes`)
+  if ((announcedLength(request) ?? 0) > limit) return yield* tooLarge
+  const chunks = yield* bodyStream(request, limit).pipe(
+    Stream.runCollect,
+    Effect.catchTags({
+      BodyTooLarge: () => tooLarge,
+      BodyUnreadable: () => reject(400, "The request body could not be read")
+    })
+  )
+  const bytes = Buffer.concat(Chunk.toReadonlyArray(chunks))
+  let text: string
+  try {
+    text = utf8.decode(bytes)
+  } catch {
+    return yield* jsonInvalid("JSON decode error: the body is not valid UTF-8")
+  }
+  if (nestingDepth(text, maxJsonDepth) > maxJsonDepth) {
+    return yield* jsonInvalid(`JSON decode error: nested deeper than ${maxJsonDepth} levels`)
+  }
+  try {
+    return JSON.parse(text) as unknown
+  } catch (error) {
+    return yield* jsonInvalid(`JSON decode error: ${error instanceof Error ? error.message : "invalid JSON"}`)
+  }
+})
+
+/**
+ * Reads and decodes a JSON body (see `readJson`). Not JSON: 422 `json_invalid`; wrong shape: 422 with a
+ * FastAPI issue list; too large: 413.
  *
  * @since 0.1.0
  * @category bodies
@@ -72,20 +225,7 @@ export const decodeBody = <A, I>(
   schema: Schema.Schema<A, I>
 ): Effect.Effect<A, Reject, HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const text = yield* request.text.pipe(
-      Effect.catchAll(() => reject(400, "The request body could not be read"))
-    )
-    let json: unknown
-    try {
-      json = JSON.parse(text)
-    } catch (error) {
-      return yield* reject(422, [{
-        type: "json_invalid",
-        loc: ["body", 0],
-        msg: `JSON decode error: ${error instanceof Error ? error.message : "invalid JSON"}`
-      }])
-    }
+    const json = yield* readJson
     return yield* Schema.decodeUnknown(schema)(json, { errors: "all", onExcessProperty: "ignore" }).pipe(
       Effect.catchAll((error) =>
         reject(
@@ -238,3 +378,49 @@ export const requireModel = (
   if (model.kind !== kind) return reject(400, `Model '${id}' does not support ${what}`)
   return Effect.succeed(model)
 }
+
+/**
+ * 400 unless `value` (when sent) is a number from `min` to `max`, and an integer when `integer` is set: values
+ * of the right type that no model accepts, as vLLM refuses them.
+ *
+ * @since 0.1.0
+ * @category bodies
+ */
+export const checkRange = (
+  name: string,
+  value: number | null | undefined,
+  range: { readonly min: number; readonly max?: number | undefined; readonly integer?: boolean | undefined }
+): Effect.Effect<void, Reject> => {
+  if (value === undefined || value === null) return Effect.void
+  const max = range.max ?? Number.MAX_SAFE_INTEGER
+  if ((range.integer !== true || Number.isInteger(value)) && value >= range.min && value <= max) return Effect.void
+  const bounds = range.max === undefined ? `at least ${range.min}` : `from ${range.min} to ${range.max}`
+  return reject(400, `${name} must be ${range.integer === true ? "an integer" : "a number"} ${bounds}, got ${value}`)
+}
+
+/** No model has a context of a million tokens: a bigger budget is a mistake. */
+const maxTokenBudget = 1_000_000
+
+/**
+ * The sampling fields a generation request may carry, checked for values no model accepts (400): token
+ * budgets below 1 or over a million, a temperature outside 0..2, `top_p` outside 0..1, `n` below 1.
+ *
+ * @since 0.1.0
+ * @category bodies
+ */
+export const checkSampling = (params: {
+  readonly temperature?: number | null | undefined
+  readonly top_p?: number | null | undefined
+  readonly n?: number | null | undefined
+  readonly max_tokens?: number | null | undefined
+  readonly max_completion_tokens?: number | null | undefined
+  readonly max_output_tokens?: number | null | undefined
+}): Effect.Effect<void, Reject> =>
+  Effect.all([
+    checkRange("max_tokens", params.max_tokens, { min: 1, max: maxTokenBudget, integer: true }),
+    checkRange("max_completion_tokens", params.max_completion_tokens, { min: 1, max: maxTokenBudget, integer: true }),
+    checkRange("max_output_tokens", params.max_output_tokens, { min: 1, max: maxTokenBudget, integer: true }),
+    checkRange("temperature", params.temperature, { min: 0, max: 2 }),
+    checkRange("top_p", params.top_p, { min: 0, max: 1 }),
+    checkRange("n", params.n, { min: 1, max: 128, integer: true })
+  ], { discard: true })

@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
+import { type Chaos, ChaosState } from "./chaos.js"
 import { type GatewayOptions, GatewayState } from "./gateway/state.js"
 import { type Quota, SlidingWindow, tierQuotas } from "./limits.js"
 import { Store } from "./store.js"
@@ -42,6 +43,10 @@ export interface Options {
   readonly gateway?: GatewayOptions | undefined
   /** Largest upload in bytes; a bigger one gets 413 (default 100 MB). */
   readonly maxUploadBytes?: number | undefined
+  /** Fault rules injected into requests, for fault tests (default none; `setChaos` replaces them). */
+  readonly chaos?: Chaos | undefined
+  /** Seed of the generator behind fault rates, so that a run with `rate` < 1 is reproducible (default 1). */
+  readonly chaosSeed?: number | undefined
 }
 
 /**
@@ -82,6 +87,8 @@ export class EmulatorState {
   readonly store = new Store()
   /** The retrieval gateway served at `/gateway`. */
   readonly gateway: GatewayState
+  /** Fault rules in force and request counters. */
+  readonly chaos: ChaosState
   private readonly windows = new Map<string, SlidingWindow>()
   private counter = 0
 
@@ -93,6 +100,7 @@ export class EmulatorState {
     this.queueMaxWaitMs = Duration.toMillis(Duration.decode(options.queueMaxWait ?? Duration.minutes(10)))
     this.gateway = new GatewayState(options.gateway)
     this.maxUploadBytes = options.maxUploadBytes ?? 100 * 1024 * 1024
+    this.chaos = new ChaosState(options.chaos, options.chaosSeed)
     for (const spec of this.keys.values()) {
       if (this.tiers[spec.tier] === undefined) throw new Error(`emulator: key tier "${spec.tier}" has no quota`)
     }

@@ -1,16 +1,17 @@
 /**
- * Multipart uploads of the emulator: fields and one file, counted while the body streams in so that an
- * upload over the size limit gets 413 with a `detail` as soon as it passes the limit (never a crash, never
- * a body buffered whole before the check).
+ * Multipart uploads of the emulator: fields and files, counted while the body streams in so that an upload
+ * over the size limit gets 413 with a `detail` as soon as it passes the limit (never a crash, never more than
+ * the limit buffered); a body without a boundary, with a broken one or cut off gets 400, never a hang.
  *
  * @since 0.1.0
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Multipart from "@effect/platform/Multipart"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type Reject, reject } from "./http.js"
-import type { EmulatorState } from "./state.js"
+import { announcedLength, bodyStream, type Reject, reject } from "./http.js"
 
 /**
  * A received upload.
@@ -21,8 +22,10 @@ import type { EmulatorState } from "./state.js"
 export interface Upload {
   /** The text fields. */
   readonly fields: Readonly<Record<string, string>>
-  /** The file parts, by field name. */
+  /** The file parts, by field name (the first of a repeated field). */
   readonly files: ReadonlyMap<string, UploadedFile>
+  /** Every file part, in order (repeated fields included). */
+  readonly parts: ReadonlyArray<UploadedFile>
 }
 
 /**
@@ -32,14 +35,36 @@ export interface Upload {
  * @category models
  */
 export interface UploadedFile {
+  /** The form field it came in. */
+  readonly key: string
+  /** The file name as sent: only ever a name, never a path on this machine. */
   readonly filename: string
   readonly contentType: string
   readonly content: Uint8Array
 }
 
+/**
+ * What a multipart route accepts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface UploadLimits {
+  /** Largest total of file bytes; more gets 413. */
+  readonly maxUploadBytes: number
+}
+
 class TooLarge {
   readonly _tag = "TooLarge"
 }
+
+class Malformed {
+  readonly _tag = "Malformed"
+  constructor(readonly reason: string) {}
+}
+
+/** Room for part headers and fields besides the file bytes. */
+const overhead = 64 * 1024
 
 const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
   const out = new Uint8Array(size)
@@ -51,39 +76,72 @@ const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => 
   return out
 }
 
+/** Where the body's closing delimiter (`--boundary--`, first in the body or after a line break) ends. */
+const closingEnd = (body: Buffer, boundary: string): number | undefined => {
+  const closing = Buffer.from(`--${boundary}--`)
+  for (let at = body.indexOf(closing); at >= 0; at = body.indexOf(closing, at + 1)) {
+    if (at === 0 || (body[at - 2] === 0x0d && body[at - 1] === 0x0a)) return at + closing.length
+  }
+  return undefined
+}
+
 const tooLarge = (limit: number) => reject(413, `File too large: the upload limit is ${limit} bytes`)
 
+const sizeError = (error: Multipart.MultipartError) =>
+  error.reason === "FileTooLarge" || error.reason === "BodyTooLarge" || error.reason === "FieldTooLarge"
+    ? new TooLarge()
+    : new Malformed(error.reason)
+
 /**
- * Reads a `multipart/form-data` body: 413 past `state.maxUploadBytes`, 422 when it is not multipart or cannot
- * be parsed.
+ * Reads a `multipart/form-data` body: 413 past `maxUploadBytes` (announced, or as soon as the body passes it
+ * while it streams in), 422 when it is not multipart, 400 when it has no boundary or cannot be parsed
+ * (broken boundary, truncated body).
  *
  * @since 0.1.0
  * @category bodies
  */
 export const readUpload = (
-  state: EmulatorState
+  limits: UploadLimits,
+  options: { readonly field?: string | undefined } = {}
 ): Effect.Effect<Upload, Reject, HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const limit = state.maxUploadBytes
+    const limit = limits.maxUploadBytes
     const contentType = request.headers["content-type"] ?? ""
     if (!contentType.toLowerCase().startsWith("multipart/form-data")) {
       return yield* reject(422, [{
         type: "missing",
-        loc: ["body", "file"],
+        loc: ["body", options.field ?? "file"],
         msg: "Field required (expected a multipart/form-data body)"
       }])
     }
+    // the parser cannot start without a boundary: refuse before reading
+    const boundary = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
+    const delimiter = boundary === null ? undefined : boundary[1] ?? boundary[2]
+    if (delimiter === undefined) return yield* reject(400, "Missing boundary in the multipart/form-data content type")
     // an announced length over the limit (with room for the part headers) is refused before reading
-    const announced = Number(request.headers["content-length"] ?? Number.NaN)
-    if (Number.isFinite(announced) && announced > limit + 64 * 1024) return yield* tooLarge(limit)
+    if ((announcedLength(request) ?? 0) > limit + overhead) return yield* tooLarge(limit)
+    const received = yield* bodyStream(request, limit + overhead).pipe(
+      Stream.runCollect,
+      Effect.catchTags({
+        BodyTooLarge: () => tooLarge(limit),
+        BodyUnreadable: () => reject(400, "The request body could not be read")
+      })
+    )
+    const body = Buffer.concat(Chunk.toReadonlyArray(received))
+    // the parser never finishes a part whose body is cut off (its content stream would wait forever): the body
+    // is read whole, within the limit, and must reach its closing delimiter before it is parsed
+    const end = closingEnd(body, delimiter)
+    if (end === undefined) {
+      return yield* reject(400, "The multipart body could not be parsed (truncated: no closing boundary)")
+    }
     const fields: Record<string, string> = {}
     const files = new Map<string, UploadedFile>()
+    const parts: Array<UploadedFile> = []
     let total = 0
-    const outcome = yield* request.multipartStream.pipe(
-      Stream.mapError((error) =>
-        error.reason === "FileTooLarge" || error.reason === "BodyTooLarge" ? new TooLarge() : error
-      ),
+    const outcome = yield* Stream.make(body.subarray(0, end)).pipe(
+      Stream.pipeThroughChannelOrFail(Multipart.makeChannel<never>(request.headers)),
+      Stream.mapError(sizeError),
       Stream.runForEach((part) =>
         Effect.gen(function*() {
           if (Multipart.isField(part)) {
@@ -94,9 +152,7 @@ export const readUpload = (
           const chunks: Array<Uint8Array> = []
           let size = 0
           yield* part.content.pipe(
-            Stream.mapError((error) =>
-              error.reason === "FileTooLarge" || error.reason === "BodyTooLarge" ? new TooLarge() : error
-            ),
+            Stream.mapError(sizeError),
             Stream.runForEach((chunk) => {
               size += chunk.length
               total += chunk.length
@@ -105,17 +161,26 @@ export const readUpload = (
               return Effect.void
             })
           )
-          files.set(part.key, { filename: part.name, contentType: part.contentType, content: concat(chunks, size) })
+          const file = {
+            key: part.key,
+            filename: part.name,
+            contentType: part.contentType,
+            content: concat(chunks, size)
+          }
+          if (!files.has(part.key)) files.set(part.key, file)
+          parts.push(file)
         })
       ),
-      Effect.map(() => "ok" as const),
-      Effect.catchAll((error) =>
-        Effect.succeed(error instanceof TooLarge ? "tooLarge" as const : `parse:${error.message}` as const)
+      Effect.as<TooLarge | Malformed | undefined>(undefined),
+      Effect.catchAll((error) => Effect.succeed(error)),
+      // a `filename*` that does not percent-decode throws inside the parser
+      Effect.catchSomeDefect((defect) =>
+        defect instanceof URIError ? Option.some(Effect.succeed(new Malformed("bad filename* encoding"))) : Option.none()
       )
     )
-    if (outcome === "tooLarge") return yield* tooLarge(limit)
-    if (outcome !== "ok") return yield* reject(400, `The multipart body could not be parsed (${outcome.slice(6)})`)
-    return { fields, files }
+    if (outcome?._tag === "TooLarge") return yield* tooLarge(limit)
+    if (outcome !== undefined) return yield* reject(400, `The multipart body could not be parsed (${outcome.reason})`)
+    return { fields, files, parts }
   })
 
 /**

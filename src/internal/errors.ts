@@ -103,8 +103,8 @@ export const parseErrorBody = (status: number, body: string): ErrorBody => {
     }
     if (typeof json === "object" && json !== null) {
       const record = json as Record<string, unknown>
-      if (typeof record.message === "string") return { message: record.message }
-      if (typeof record.error === "string") return { message: record.error }
+      if (typeof record.message === "string" && record.message.trim() !== "") return { message: record.message }
+      if (typeof record.error === "string" && record.error.trim() !== "") return { message: record.error }
     }
     return { message: `${fallback}: ${excerpt(trimmed, 200)}` }
   }

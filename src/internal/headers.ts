@@ -24,8 +24,17 @@ export const parseCount = (value: string | undefined): number | undefined => {
   return Number.isSafeInteger(n) ? n : undefined
 }
 
+/**
+ * The longest wait or reset a header is taken at (a day): a larger value (a hostile or broken server, or 300
+ * digits) is read as this, so that no computation on it overflows; the retry budget then refuses to wait.
+ */
+export const maxHeaderMillis = 24 * 60 * 60 * 1000
+
+const capped = (ms: number): Duration.Duration =>
+  Duration.millis(Number.isFinite(ms) ? Math.min(ms, maxHeaderMillis) : maxHeaderMillis)
+
 const toDuration = (millis: Option.Option<number>): Duration.Duration | undefined =>
-  Option.match(millis, { onNone: () => undefined, onSome: (ms) => Duration.millis(ms) })
+  Option.match(millis, { onNone: () => undefined, onSome: capped })
 
 /** `x-ratelimit-reset-*`: a Go duration or bare seconds. */
 export const parseReset = (value: string | undefined): Duration.Duration | undefined =>
@@ -41,16 +50,16 @@ export const parseRetryAfter = (
 ): Duration.Duration | undefined => {
   if (retryAfterMs !== undefined) {
     const text = retryAfterMs.trim()
-    if (/^\d+(?:\.\d+)?$/.test(text)) return Duration.millis(Number(text))
+    if (/^\d+(?:\.\d+)?$/.test(text)) return capped(Number(text))
   }
   if (retryAfter === undefined) return undefined
   const seconds = parseSecondsMillis(retryAfter)
-  if (Option.isSome(seconds)) return Duration.millis(seconds.value)
+  if (Option.isSome(seconds)) return capped(seconds.value)
   // an HTTP date needs a weekday or month name; plain numbers and durations were handled above
   if (!/[a-z]{3}/i.test(retryAfter)) return undefined
   const date = Date.parse(retryAfter)
   if (Number.isNaN(date)) return undefined
-  return Duration.millis(Math.max(0, date - now))
+  return capped(Math.max(0, date - now))
 }
 
 /**

@@ -4,17 +4,36 @@
  */
 import * as Redacted from "effect/Redacted"
 
-const bearer = /(bearer\s+)[^\s"',;]+/gi
+// a token ends at whitespace, a quote or a separator; an escape pair (`\/`) is part of it, but never `\"`, so
+// that redacting the text of a JSON body leaves valid JSON
+const bearer = /(bearer\s+)(?:[^\s"',;\\]|\\[^\s"])+/gi
 const keyShaped = /\bgen-[A-Za-z0-9]{48}\b/g
+
+const unicodeEscape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+
+/**
+ * A secret as it appears in a server's JSON echo: as is, JSON-escaped (a quote or a backslash in a password),
+ * with every character outside printable ASCII as `\uXXXX` (Python's default), and with `<`, `>`, `&` so
+ * (Go's). Redacting only the raw form would let the parsed error message show the secret.
+ */
+const formsOf = (value: string): ReadonlyArray<string> => {
+  const json = JSON.stringify(value).slice(1, -1)
+  return [value, json, json.replace(/[^\x20-\x7e]/g, unicodeEscape), json.replace(/[<>&\u2028\u2029]/g, unicodeEscape)]
+}
 
 /** Replaces the given secrets, any bearer token and any key-shaped string with `<redacted>`. */
 export const makeRedactor = (
   secrets: ReadonlyArray<Redacted.Redacted<string> | undefined>
 ): (text: string) => string => {
-  const values = secrets
-    .filter((s): s is Redacted.Redacted<string> => s !== undefined)
-    .map((s) => Redacted.value(s))
-    .filter((v) => v.length >= 4)
+  const values = [
+    ...new Set(
+      secrets
+        .filter((s): s is Redacted.Redacted<string> => s !== undefined)
+        .map((s) => Redacted.value(s))
+        .filter((v) => v.length >= 4)
+        .flatMap(formsOf)
+    )
+  ].sort((a, b) => b.length - a.length)
   return (text) => {
     let out = text
     for (const value of values) out = out.split(value).join("<redacted>")

@@ -46,28 +46,72 @@ const pathOf = (url: string): string => {
 export const endpointOf = (request: HttpClientRequest.HttpClientRequest): string =>
   `${request.method} ${pathOf(request.url)}`
 
-const readBounded = (response: HttpClientResponse.HttpClientResponse) =>
+/** Reads at most 64 KiB of a body (an error page), for an excerpt. */
+export const readBounded = (response: HttpClientResponse.HttpClientResponse) =>
   response.stream.pipe(
     Stream.decodeText(),
     Stream.runFoldWhile("", (text) => text.length < maxErrorBody, (text, chunk) => text + chunk),
     Effect.map((text) => text.slice(0, maxErrorBody))
   )
 
+/** What `send` takes besides the request. */
+export interface SendOptions {
+  /** Sees every status that came back. */
+  readonly observe?: ((status: number) => Effect.Effect<void>) | undefined
+  /** Time limit from sending to the status line: `Timeout` (`firstByte`) when it passes. */
+  readonly firstByte?: Duration.Duration | undefined
+  /** The connect timeout the HTTP client applies, to name it when it fires. */
+  readonly connect?: Duration.Duration | undefined
+}
+
+/**
+ * True when `cause` (or an error it wraps) is undici's connect timeout (the `connect.timeout` of its
+ * dispatcher, which covers the TCP and TLS handshakes).
+ */
+const isConnectTimeout = (cause: unknown): boolean => {
+  for (let current = cause, depth = 0; current instanceof Error && depth < 4; depth++) {
+    if ((current as { code?: unknown }).code === "UND_ERR_CONNECT_TIMEOUT") return true
+    current = current.cause
+  }
+  return false
+}
+
 /**
  * One attempt up to the response headers. A non-2xx status becomes its typed error (body read bounded and
- * redacted); `observe` sees every status that came back.
+ * redacted); a connect or first-byte time limit that passes becomes `Timeout` naming it.
  */
 export const send = (
   client: HttpClient.HttpClient,
   request: HttpClientRequest.HttpClientRequest,
   endpoint: string,
   redact: (text: string) => string,
-  observe: (status: number) => Effect.Effect<void> = () => Effect.void
-): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseInfo], ApiError> =>
-  client.execute(request).pipe(
-    Effect.mapError((error) =>
-      new TransportError({ message: redact(fromHttpClientError(error, endpoint).message), endpoint })
-    ),
+  options: SendOptions = {}
+): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseInfo], ApiError> => {
+  const execute = client.execute(request).pipe(
+    Effect.mapError((error): ApiError =>
+      error._tag === "RequestError" && isConnectTimeout(error.cause)
+        ? new Timeout({
+          message: `no connection within ${
+            options.connect === undefined ? "the connect timeout" : Duration.format(options.connect)
+          }`,
+          endpoint,
+          timeout: "connect",
+          after: options.connect ?? Duration.zero
+        })
+        : new TransportError({ message: redact(fromHttpClientError(error, endpoint).message), endpoint })
+    )
+  )
+  const firstByte = options.firstByte
+  return (firstByte === undefined ? execute : Effect.timeoutFail(execute, {
+    duration: firstByte,
+    onTimeout: () =>
+      new Timeout({
+        message: `no response within ${Duration.format(firstByte)}`,
+        endpoint,
+        timeout: "firstByte",
+        after: firstByte
+      })
+  })).pipe(
     Effect.flatMap((response) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -77,7 +121,7 @@ export const send = (
           rateLimit: parseRateLimitInfo(response.headers, now),
           headers: response.headers
         }
-        yield* observe(response.status)
+        if (options.observe !== undefined) yield* options.observe(response.status)
         if (response.status >= 200 && response.status < 300) return [response, info] as const
         const body = yield* readBounded(response).pipe(Effect.orElseSucceed(() => ""))
         return yield* Effect.fail(fromResponse({
@@ -90,6 +134,7 @@ export const send = (
       })
     )
   )
+}
 
 /** Reads a whole body as text; a connection lost mid-body is a `TransportError`. */
 export const readText = (response: HttpClientResponse.HttpClientResponse, endpoint: string) =>
@@ -120,12 +165,18 @@ export const decoder = <A, I>(schema: Schema.Schema<A, I>, endpoint: string, red
       ...(info.requestId === undefined ? {} : { requestId: info.requestId }),
       excerpt: excerpt(redact(text))
     })
-  const value = (json: unknown, text: string, info: ResponseInfo): Either.Either<A, DecodeError> =>
-    Either.mapLeft(
-      decode(json),
-      (error) =>
-        failure(`response did not match ${name}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`, text, info)
-    )
+  const value = (json: unknown, text: string, info: ResponseInfo): Either.Either<A, DecodeError> => {
+    try {
+      return Either.mapLeft(
+        decode(json),
+        (error) =>
+          failure(`response did not match ${name}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`, text, info)
+      )
+    } catch {
+      // a value nested thousands deep overflows the stack of the decoder or of the error formatter
+      return Either.left(failure(`response did not match ${name}: nested too deeply to check`, text, info))
+    }
+  }
   const parse = (text: string, info: ResponseInfo): Either.Either<unknown, DecodeError> => {
     try {
       return Either.right(JSON.parse(text) as unknown)

@@ -69,8 +69,14 @@ export declare namespace ClientConfig {
     readonly tier: Tier
     /** Retries after the first attempt. */
     readonly maxRetries: number
-    /** Time limit of one attempt (until the whole body is read; for streams, until the first byte). */
+    /** Time limit of one attempt, from sending to the last byte of the body (for streams: the end). */
     readonly timeout: Duration.Duration
+    /** Time limit to open the connection (TCP and TLS), applied by the Node HTTP client. */
+    readonly connectTimeout: Duration.Duration
+    /** Time limit from sending to the response's status line on `/v2` and `/v1`. */
+    readonly firstByteTimeout: Duration.Duration
+    /** Time limit to the first byte and in total on the queue, where a request waits for capacity. */
+    readonly queueTimeout: Duration.Duration
     /** Longest silence between two chunks of a stream. */
     readonly streamIdleTimeout: Duration.Duration
   }
@@ -97,8 +103,17 @@ export interface Options {
   readonly tier?: Tier | undefined
   /** Retries after the first attempt (default 6). */
   readonly maxRetries?: number | undefined
-  /** Time limit of one attempt (default 10 minutes: long generations are slow). */
+  /** Time limit of one attempt, body or stream included (default 10 minutes: long generations are slow). */
   readonly timeout?: Duration.DurationInput | undefined
+  /** Time limit to open a connection (default 10 seconds). */
+  readonly connectTimeout?: Duration.DurationInput | undefined
+  /**
+   * Time limit to the response's status line (default 10 minutes: a non-streamed generation answers only
+   * when it is done; a stream answers at once, so a shorter one catches a stuck server early).
+   */
+  readonly firstByteTimeout?: Duration.DurationInput | undefined
+  /** Time limit to the first byte and in total on queue routes (default 30 minutes). */
+  readonly queueTimeout?: Duration.DurationInput | undefined
   /** Longest silence between stream chunks (default 2 minutes). */
   readonly streamIdleTimeout?: Duration.DurationInput | undefined
 }
@@ -131,6 +146,9 @@ export const make = (options: Options): ClientConfig.Service => {
     tier: options.tier ?? "basic",
     maxRetries: options.maxRetries ?? 6,
     timeout: Duration.decode(options.timeout ?? Duration.minutes(10)),
+    connectTimeout: Duration.decode(options.connectTimeout ?? Duration.seconds(10)),
+    firstByteTimeout: Duration.decode(options.firstByteTimeout ?? Duration.minutes(10)),
+    queueTimeout: Duration.decode(options.queueTimeout ?? Duration.minutes(30)),
     streamIdleTimeout: Duration.decode(options.streamIdleTimeout ?? Duration.minutes(2))
   }
 }
@@ -187,6 +205,9 @@ export const fromEnv: Config.Config<Options> = Config.all({
     Config.withDefault(6)
   ),
   timeout: duration("AIFS_TIMEOUT").pipe(Config.withDefault(Duration.minutes(10))),
+  connectTimeout: duration("AIFS_CONNECT_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10))),
+  firstByteTimeout: duration("AIFS_FIRST_BYTE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(10))),
+  queueTimeout: duration("AIFS_QUEUE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(30))),
   streamIdleTimeout: duration("AIFS_STREAM_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2)))
 })
 

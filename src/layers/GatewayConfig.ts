@@ -60,6 +60,8 @@ export declare namespace GatewayConfig {
     readonly maxRetries: number
     /** Time limit of one attempt. */
     readonly timeout: Duration.Duration
+    /** Time limit to open a connection, applied by the Node HTTP client. */
+    readonly connectTimeout: Duration.Duration
   }
 }
 
@@ -84,6 +86,8 @@ export interface Options {
   readonly maxRetries?: number | undefined
   /** Time limit of one attempt (default 2 minutes). */
   readonly timeout?: Duration.DurationInput | undefined
+  /** Time limit to open a connection (default 10 seconds). */
+  readonly connectTimeout?: Duration.DurationInput | undefined
 }
 
 const trim = (text: string): string => text.replace(/\/+$/, "").replace(/^\/+/, "")
@@ -101,7 +105,8 @@ export const make = (options: Options): GatewayConfig.Service => ({
   queryPipelinePath: trim(options.queryPipelinePath ?? defaultQueryPipelinePath),
   refreshAhead: Duration.decode(options.refreshAhead ?? Duration.seconds(60)),
   maxRetries: options.maxRetries ?? 4,
-  timeout: Duration.decode(options.timeout ?? Duration.minutes(2))
+  timeout: Duration.decode(options.timeout ?? Duration.minutes(2)),
+  connectTimeout: Duration.decode(options.connectTimeout ?? Duration.seconds(10))
 })
 
 /**
@@ -142,7 +147,8 @@ export const fromEnv: Config.Config<Options> = Config.all({
     Config.validate({ message: "Expected a number of retries from 0 to 100", validation: (n) => n >= 0 && n <= 100 }),
     Config.withDefault(4)
   ),
-  timeout: duration("AIFS_GATEWAY_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2)))
+  timeout: duration("AIFS_GATEWAY_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2))),
+  connectTimeout: duration("AIFS_GATEWAY_CONNECT_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10)))
 })
 
 /**

@@ -58,7 +58,7 @@ export const make: Effect.Effect<
     const endpoint = Transport.endpointOf(prepared)
     const after = options.timeout === undefined ? config.timeout : Duration.decode(options.timeout)
 
-    const attempt = Transport.send(client, prepared, endpoint, redact).pipe(
+    const attempt = Transport.send(client, prepared, endpoint, redact, { connect: config.connectTimeout }).pipe(
       Effect.flatMap(([response, info]) =>
         Transport.readText(response, endpoint).pipe(
           Effect.flatMap((text) => Transport.decodeJson(schema, text, info, endpoint, redact)),

@@ -6,9 +6,13 @@
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -16,11 +20,11 @@ import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { fromHttpClientError, fromStreamError } from "../internal/errors.js"
+import { excerpt, fromHttpClientError, fromStreamError } from "../internal/errors.js"
 import { fingerprint, makeRedactor } from "../internal/redact.js"
 import { decodeEvents } from "../internal/sse.js"
 import * as Transport from "../internal/transport.js"
-import { type ApiError, Timeout, TransportError } from "../schemas/Errors.js"
+import { type ApiError, DecodeError, Timeout, TransportError } from "../schemas/Errors.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import {
   InferenceHttpClient,
@@ -65,18 +69,29 @@ export const make: Effect.Effect<
     )
 
   /** One attempt up to the response headers; a non-2xx status becomes its typed error. */
-  const send = (request: HttpClientRequest.HttpClientRequest, endpoint: string) =>
-    Transport.send(client, request, endpoint, redact, (status) =>
-      Effect.zipRight(
-        Metric.increment(Metric.tagged(Metrics.requests, "status", String(status))),
-        status === 429 ? Metric.increment(Metrics.rateLimited) : Effect.void
-      )).pipe(Effect.map(([response, info]) => [response, new ResponseMetadata(info)] as const))
+  const send = (request: HttpClientRequest.HttpClientRequest, endpoint: string, firstByte: Duration.Duration) =>
+    Transport.send(client, request, endpoint, redact, {
+      firstByte,
+      connect: config.connectTimeout,
+      observe: (status) =>
+        Effect.zipRight(
+          Metric.increment(Metric.tagged(Metrics.requests, "status", String(status))),
+          status === 429 ? Metric.increment(Metrics.rateLimited) : Effect.void
+        )
+    }).pipe(Effect.map(([response, info]) => [response, new ResponseMetadata(info)] as const))
 
-  const totalTimeout = (endpoint: string, options: RequestOptions) =>
-    Transport.totalTimeout(
-      options.timeout === undefined ? config.timeout : Duration.decode(options.timeout),
-      endpoint
-    )
+  /** The first-byte and total limits of a request on its base: the queue waits for capacity, so longer. */
+  const timeoutsOf = (options: RequestOptions) => {
+    const queue = options.base === "queue"
+    return {
+      firstByte: options.firstByteTimeout === undefined
+        ? queue ? config.queueTimeout : config.firstByteTimeout
+        : Duration.decode(options.firstByteTimeout),
+      total: options.timeout === undefined
+        ? queue ? config.queueTimeout : config.timeout
+        : Duration.decode(options.timeout)
+    }
+  }
 
   const retrying = <A>(effect: Effect.Effect<A, ApiError>, options: RequestOptions): Effect.Effect<A, ApiError> =>
     options.retry === false ? effect : Effect.retry(
@@ -100,9 +115,16 @@ export const make: Effect.Effect<
 
   /**
    * One attempt through the rate limiter: waits for capacity (or routes to the queue when configured),
-   * sends, learns from the response's headers, and settles the reservation when the attempt fails.
+   * sends, learns from the response's headers, settles the reservation when the attempt fails, and reads
+   * the response with `read`. The total time limit runs from sending (not while waiting in the limiter's
+   * line) to the end of `read`.
    */
-  const attempt = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, accept: string) =>
+  const attempt = <A>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    accept: string,
+    read: (sent: Sent) => Effect.Effect<A, ApiError>
+  ) =>
     Effect.gen(function*() {
       const body = jsonBody(request)
       const cost = limiter === undefined || body === undefined ? undefined : limiter.cost(request.url, body)
@@ -115,31 +137,49 @@ export const make: Effect.Effect<
           limiter.queueRouting && (options.base ?? "v2") === "v2" && queueable.has(request.url) &&
           (yield* limiter.wouldWait(ticket))
         ) {
-          routed = { ...options, base: "queue", timeout: options.timeout ?? limiter.queueTimeout }
+          routed = { ...options, base: "queue" }
         } else {
           permit = yield* limiter.acquire(ticket)
         }
       }
       const prepared = prepare(request, routed, accept)
       const endpoint = Transport.endpointOf(prepared)
+      const timeouts = timeoutsOf(routed)
       const learn = (info: RateLimitInfo | undefined, status: number) =>
         limiter === undefined || model === undefined || info === undefined
           ? Effect.void
           : limiter.learn(keyId, model, info, status)
-      const [response, meta] = yield* totalTimeout(endpoint, routed)(send(prepared, endpoint)).pipe(
+      let settled = false
+      const sentAt = yield* Clock.currentTimeMillis
+      const exchange = send(prepared, endpoint, timeouts.firstByte).pipe(
         Effect.tapError((error) => {
+          settled = true
           const status = "status" in error && typeof error.status === "number" ? error.status : 0
           const settle = permit === undefined
             ? Effect.void
             : error._tag === "TransportError" || error._tag === "RateLimited"
             ? permit.cancel
+            : error._tag === "Timeout"
+            ? permit.answered
             : Effect.zipRight(permit.answered, permit.refund)
           return Effect.zipRight(settle, learn("rateLimit" in error ? error.rateLimit : undefined, status))
-        })
+        }),
+        Effect.tap(([, meta]) => {
+          settled = true
+          return Effect.zipRight(
+            permit === undefined ? Effect.void : permit.answered,
+            learn(meta.rateLimit, meta.status)
+          )
+        }),
+        Effect.flatMap(([response, meta]) => read({ response, meta, endpoint, permit, timeouts, sentAt })),
+        Transport.totalTimeout(timeouts.total, endpoint)
       )
-      if (permit !== undefined) yield* permit.answered
-      yield* learn(meta.rateLimit, meta.status)
-      return { response, meta, endpoint, permit }
+      // interrupted or timed out before the answer: the server may have counted the request, so it stays
+      // counted from now (the limiter never gives back what the server may hold)
+      return yield* Effect.onExit(
+        exchange,
+        (exit) => settled || permit === undefined || Exit.isSuccess(exit) ? Effect.void : permit.answered
+      )
     })
 
   const json = <A, I>(
@@ -148,14 +188,15 @@ export const make: Effect.Effect<
     options: RequestOptions = {}
   ): Effect.Effect<WithResponse<A>, ApiError> =>
     retrying(
-      Effect.flatMap(attempt(request, options, "application/json"), ({ endpoint, meta, permit, response }) =>
+      attempt(request, options, "application/json", ({ endpoint, meta, permit, response }) =>
         Transport.readText(response, endpoint).pipe(
           Effect.flatMap((text) =>
             decodeBody(schema, text, meta, endpoint)
           ),
-          Effect.tap((value) => reconcile(permit, value)),
-          Effect.map((value) => ({ value, response: meta })),
-          totalTimeout(endpoint, options)
+          Effect.tap((value) =>
+            reconcile(permit, value)
+          ),
+          Effect.map((value) => ({ value, response: meta }))
         )),
       options
     )
@@ -165,18 +206,38 @@ export const make: Effect.Effect<
     options: RequestOptions = {}
   ): Effect.Effect<WithResponse<string>, ApiError> =>
     retrying(
-      Effect.flatMap(attempt(request, options, "text/plain, */*"), ({ endpoint, meta, response }) =>
-        Transport.readText(response, endpoint).pipe(
-          Effect.map((value) => ({ value, response: meta })),
-          totalTimeout(endpoint, options)
-        )),
+      attempt(request, options, "text/plain, */*", ({ endpoint, meta, response }) =>
+        Effect.map(Transport.readText(response, endpoint), (value) => ({ value, response: meta }))),
       options
     )
 
+  /**
+   * Opens a stream: the attempt ends at the status line; the events carry on the idle limit between chunks
+   * and what is left of the total limit.
+   */
   const open = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions) => {
     const idle = options.idleTimeout === undefined ? config.streamIdleTimeout : Duration.decode(options.idleTimeout)
-    return retrying(attempt(request, options, "text/event-stream"), options).pipe(
-      Effect.map(({ endpoint, meta, permit, response }) => ({
+    return retrying(
+      attempt(request, options, "text/event-stream", (sent) => {
+        // a 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show
+        const type = sent.meta.headers["content-type"]
+        return type === undefined || type.includes("text/event-stream") ? Effect.succeed(sent) : Effect.flatMap(
+          Effect.orElseSucceed(Transport.readBounded(sent.response), () => ""),
+          (text) =>
+            Effect.fail(
+              new DecodeError({
+                message: `expected an event stream, got ${redact(type).slice(0, 100)}`,
+                endpoint: sent.endpoint,
+                status: sent.meta.status,
+                ...(sent.meta.requestId === undefined ? {} : { requestId: sent.meta.requestId }),
+                excerpt: excerpt(redact(text))
+              })
+            )
+        )
+      }),
+      options
+    ).pipe(
+      Effect.map(({ endpoint, meta, permit, response, sentAt, timeouts }) => ({
         endpoint,
         meta,
         permit,
@@ -192,6 +253,20 @@ export const make: Effect.Effect<
                   after: idle
                 }),
               idle
+            ),
+            Stream.interruptWhen(
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                Effect.zipRight(
+                  Effect.sleep(Math.max(0, Duration.toMillis(timeouts.total) - (now - sentAt))),
+                  Effect.fail(
+                    new Timeout({
+                      message: `stream not finished within ${Duration.format(timeouts.total)}`,
+                      endpoint,
+                      timeout: "total",
+                      after: timeouts.total
+                    })
+                  )
+                ))
             )
           ),
           endpoint
@@ -217,39 +292,75 @@ export const make: Effect.Effect<
     Stream.unwrap(Effect.map(open(request, options), ({ endpoint, events, meta, permit }) => {
       const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
       const context = { endpoint, requestId: meta.requestId, rateLimit: meta.rateLimit }
-      let ended = false
       const decode = Transport.decoder(schema, endpoint, redact)
-      const decodeEvent = (event: ServerSentEvent): Effect.Effect<A, ApiError> => {
+      let ended = false
+      let failure: ApiError | undefined
+      let usage: A | undefined
+      /** One event to its value, or the error that ends the stream. */
+      const decodeEvent = (event: ServerSentEvent): Either.Either<A, ApiError> => {
         const data = decode.parse(event.data, meta)
-        if (Either.isLeft(data)) return Effect.fail(data.left)
+        if (Either.isLeft(data)) return Either.left(data.left)
         if (event.event === "error" || isErrorPayload(data.right)) {
-          // the server may echo the key in the message: map the redacted payload
-          return Effect.fail(fromStreamError(JSON.parse(redact(event.data)), context))
+          // the server may echo the key in the message: map the redacted payload (or, should redaction have
+          // broken its JSON, the redacted text)
+          let payload: unknown
+          try {
+            payload = JSON.parse(redact(event.data))
+          } catch {
+            payload = { error: { message: redact(event.data) } }
+          }
+          return Either.left(fromStreamError(payload, context))
         }
-        const value = decode.value(data.right, event.data, meta)
-        if (Either.isLeft(value)) return Effect.fail(value.left)
-        return Effect.as(reconcile(permit, value.right), value.right)
+        return decode.value(data.right, event.data, meta)
       }
+      // decoded a network chunk at a time, synchronously: no effect per event
       const body = events.pipe(
-        Stream.filter((event) => event.data.trim() !== ""),
-        Stream.takeWhile((event) => {
-          if (terminator !== null && event.data.trim() === terminator) ended = true
-          return !ended
-        }),
-        Stream.mapEffect(decodeEvent)
+        Stream.takeWhile(() => !ended && failure === undefined),
+        Stream.mapChunks((chunk) => {
+          const values: Array<A> = []
+          for (const event of chunk) {
+            const data = event.data.trim()
+            if (data === "") continue
+            if (terminator !== null && data === terminator) {
+              ended = true
+              break
+            }
+            const value = decodeEvent(event)
+            if (Either.isLeft(value)) {
+              failure = value.left
+              break
+            }
+            if (usageTotal(value.right) !== undefined) usage = value.right
+            values.push(value.right)
+          }
+          return Chunk.unsafeFromArray(values)
+        })
       )
-      return terminator === null ? body : Stream.concat(
+      return Stream.concat(
         body,
         Stream.suspend(() =>
-          ended ? Stream.empty : Stream.fail(
-            new TransportError({ message: `stream ended before ${terminator}`, endpoint })
-          )
+          failure !== undefined
+            ? Stream.fail(failure)
+            : terminator !== null && !ended
+            ? Stream.fail(new TransportError({ message: `stream ended before ${terminator}`, endpoint }))
+            : Stream.drain(Stream.fromEffect(reconcile(permit, usage)))
         )
       )
     }))
 
   return { apiVersion: config.apiVersion, json, text, sse, jsonStream }
 })
+
+/** A response whose status line came back, handed to the reader of an attempt. */
+interface Sent {
+  readonly response: HttpClientResponse.HttpClientResponse
+  readonly meta: ResponseMetadata
+  readonly endpoint: string
+  readonly permit: Permit | undefined
+  readonly timeouts: { readonly firstByte: Duration.Duration; readonly total: Duration.Duration }
+  /** When the request went out (the total limit counts from here). */
+  readonly sentAt: number
+}
 
 /** The routes the queue root mirrors: a request to one of these may be routed there. */
 const queueable = new Set([

@@ -5,8 +5,13 @@
  * @since 0.1.0
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Undici from "@effect/platform-node/Undici"
+import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
+import type * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { GatewayHttpClient } from "../services/gateway/GatewayHttpClient.js"
 import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
@@ -39,13 +44,52 @@ export interface LayerOptions {
   readonly rateLimiter?: RateLimiter.Options | false | undefined
 }
 
+/**
+ * Options of the Node HTTP client.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HttpClientOptions {
+  /** Time limit to open a connection, TCP and TLS handshakes included (default 10 seconds). */
+  readonly connectTimeout?: Duration.DurationInput | undefined
+}
+
+/**
+ * The undici HTTP client with its own connection pool, closed with the layer. A connection not open within
+ * `connectTimeout` fails the attempt, which the transports report as `Timeout` (`connect`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerHttpClient = (options: HttpClientOptions = {}): Layer.Layer<HttpClient.HttpClient> =>
+  NodeHttpClient.layerUndiciWithoutDispatcher.pipe(
+    Layer.provide(Layer.scoped(
+      NodeHttpClient.Dispatcher,
+      Effect.acquireRelease(
+        Effect.sync(() =>
+          new Undici.Agent({
+            connect: { timeout: Duration.toMillis(Duration.decode(options.connectTimeout ?? Duration.seconds(10))) }
+          })
+        ),
+        (agent) => Effect.promise(() => agent.destroy())
+      )
+    ))
+  )
+
+/** The HTTP client with the connect timeout of the configuration in the context. */
+const httpClientOf = <I, S extends { readonly connectTimeout: Duration.Duration }>(
+  tag: Context.Tag<I, S>
+): Layer.Layer<HttpClient.HttpClient, never, I> =>
+  Layer.unwrapEffect(Effect.map(tag, (config) => layerHttpClient({ connectTimeout: config.connectTimeout })))
+
 const withClientConfig = <E>(
   config: Layer.Layer<ClientConfig.ClientConfig, E>,
   options: LayerOptions = {}
 ): Layer.Layer<Services, E> =>
   Inference.layerHttpLimited(options.rateLimiter).pipe(
-    Layer.provideMerge(config),
-    Layer.provide(NodeHttpClient.layerUndici)
+    Layer.provide(httpClientOf(ClientConfig.ClientConfig)),
+    Layer.provideMerge(config)
   )
 
 /**
@@ -88,12 +132,12 @@ export const layerFromEnvWith = (options: LayerOptions): Layer.Layer<Services, C
   withClientConfig(ClientConfig.layerFromEnv, options)
 
 /**
- * The undici HTTP client, for composing the layers yourself.
+ * The undici HTTP client with the default connect timeout, for composing the layers yourself.
  *
  * @since 0.1.0
  * @category layers
  */
-export const httpClient = NodeHttpClient.layerUndici
+export const httpClient: Layer.Layer<HttpClient.HttpClient> = layerHttpClient()
 
 /**
  * What the Node gateway layers provide: every gateway service, its transport and its configuration.
@@ -106,7 +150,7 @@ export type GatewayServices = Gateway.Services | GatewayHttpClient | GatewayConf
 const withGatewayConfig = <E>(
   config: Layer.Layer<GatewayConfig.GatewayConfig, E>
 ): Layer.Layer<GatewayServices, E> =>
-  Gateway.layerHttp.pipe(Layer.provideMerge(config), Layer.provide(NodeHttpClient.layerUndici))
+  Gateway.layerHttp.pipe(Layer.provide(httpClientOf(GatewayConfig.GatewayConfig)), Layer.provideMerge(config))
 
 /**
  * Every retrieval-gateway service, from options. Separate from the inference layers: the gateway client

@@ -66,10 +66,11 @@ export interface Options {
   readonly defaultMaxOutputTokens?: number | undefined
   /** Output caps per model, when requests set none. */
   readonly maxOutputTokens?: Readonly<Record<string, number>> | undefined
-  /** When the local budget is exhausted, send to the queue endpoint instead of waiting (default false). */
+  /**
+   * When the local budget is exhausted, send to the queue endpoint instead of waiting (default false); the
+   * configuration's `queueTimeout` bounds such a request.
+   */
   readonly queueRouting?: boolean | undefined
-  /** Time-to-first-byte limit of a request routed to the queue (default 30 minutes). */
-  readonly queueTimeout?: Duration.DurationInput | undefined
 }
 
 /**
@@ -164,8 +165,6 @@ export declare namespace RateLimiter {
     readonly enabled: boolean
     /** Whether exhausted budgets route to the queue. */
     readonly queueRouting: boolean
-    /** Time-to-first-byte limit of routed requests. */
-    readonly queueTimeout: Duration.Duration
   }
 }
 
@@ -426,8 +425,7 @@ export const make = (
       snapshot,
       changes: states.changes,
       enabled: true,
-      queueRouting: options.queueRouting ?? false,
-      queueTimeout: Duration.decode(options.queueTimeout ?? Duration.minutes(30))
+      queueRouting: options.queueRouting ?? false
     }
   })
 
@@ -483,6 +481,5 @@ export const layerDisabled: Layer.Layer<RateLimiter> = Layer.succeed(RateLimiter
   snapshot: Effect.succeed([]),
   changes: Stream.make([]),
   enabled: false,
-  queueRouting: false,
-  queueTimeout: Duration.minutes(30)
+  queueRouting: false
 })

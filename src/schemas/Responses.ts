@@ -287,7 +287,7 @@ const event = <Type extends string, Fields extends Schema.Struct.Fields>(type: T
     /** Order of the event in the stream. */
     sequence_number: Nullish(Schema.Number),
     ...fields
-  })
+  }).annotations({ identifier: `${type} event` })
 
 /**
  * The stream events this client knows. Others are skipped by `Responses.createStream` (with a debug log).

@@ -38,10 +38,15 @@ export interface RequestOptions {
   /** Set to `false` for requests that must not be sent twice (or whose body is a one-shot stream). */
   readonly retry?: boolean | undefined
   /**
-   * Time limit of one attempt, overriding the configured `timeout` (for streams: until the response
-   * starts, the time to first byte; queue routes want a long one).
+   * Time limit of one attempt, body or stream included, overriding the configured `timeout` (or
+   * `queueTimeout` on the queue base).
    */
   readonly timeout?: Duration.DurationInput | undefined
+  /**
+   * Time limit to the response's status line, overriding the configured `firstByteTimeout` (or
+   * `queueTimeout` on the queue base).
+   */
+  readonly firstByteTimeout?: Duration.DurationInput | undefined
   /** Longest silence between stream chunks, overriding the configured `streamIdleTimeout`. */
   readonly idleTimeout?: Duration.DurationInput | undefined
 }

@@ -109,11 +109,16 @@ describe("openai client: the rest of the surface", () => {
         })
         await v1.vectorStores.files.create(store.id, { file_id: text.id })
         await v1.vectorStores.files.create(store.id, { file_id: image.id })
-        // indexing takes half a second on the emulator's (live) clock
+        // indexing takes half a second on the emulator's (live) clock: wait for both files
         let status = "in_progress"
         for (let i = 0; i < 200 && status !== "completed"; i++) {
           await new Promise((resolve) => setTimeout(resolve, 50))
-          status = (await v1.vectorStores.files.retrieve(text.id, { vector_store_id: store.id })).status
+          const statuses = await Promise.all(
+            [text.id, image.id].map(async (id) =>
+              (await v1.vectorStores.files.retrieve(id, { vector_store_id: store.id })).status
+            )
+          )
+          status = statuses.every((s) => s === "completed") ? "completed" : "in_progress"
         }
         const page = await v1.vectorStores.search(store.id, {
           query: "Rhine city",

@@ -8,7 +8,14 @@ import {
   parseResetMillis,
   parseSecondsMillis
 } from "../../src/internal/duration.js"
-import { parseCount, parseRateLimitInfo, parseReset, parseRetryAfter, requestId } from "../../src/internal/headers.js"
+import {
+  maxHeaderMillis,
+  parseCount,
+  parseRateLimitInfo,
+  parseReset,
+  parseRetryAfter,
+  requestId
+} from "../../src/internal/headers.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 
 const millis = (d: Duration.Duration | undefined): number | undefined =>
@@ -308,9 +315,9 @@ describe("header parsing properties", () => {
           const parsed = parseGoDurationMillis(text)
           assert.isTrue(Option.isSome(parsed), text)
           assert.closeTo(Option.getOrThrow(parsed), expected, 1e-6, text)
-          // and the same value read as a reset header
+          // and the same value read as a reset header, where more than a day is read as a day
           const info = parseRateLimitInfo({ "x-ratelimit-reset-requests": text }, 0)
-          assert.closeTo(Duration.toMillis(info.resetRequests!), expected, 1e-6, text)
+          assert.closeTo(Duration.toMillis(info.resetRequests!), Math.min(expected, maxHeaderMillis), 1e-6, text)
         }
       )
     )

@@ -12,7 +12,6 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
 import {
   AccessToken,
   ChatAnswer,
@@ -32,8 +31,9 @@ import {
   UserConfigList
 } from "../../schemas/Gateway.js"
 import { decodeBody, type Reject, reject } from "../http.js"
+import { readUpload } from "../upload.js"
 import { search } from "./retrieval.js"
-import type { GatewayState, StoredFile, StoredSession, StoredTask, User } from "./state.js"
+import { GatewayState, type StoredFile, type StoredSession, type StoredTask, type User } from "./state.js"
 
 type Requirements = HttpServerRequest.HttpServerRequest | HttpRouter.RouteContext
 
@@ -94,23 +94,12 @@ const route = <B, BI, A, I>(def: {
   handle: def.handle as RouteDef["handle"]
 })
 
-interface UploadedPart {
-  readonly name: string
-  readonly bytes: Uint8Array
-}
-
-const readFiles: Effect.Effect<ReadonlyArray<UploadedPart>, Reject, HttpServerRequest.HttpServerRequest> = Effect
-  .flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    request.multipartStream.pipe(
-      Stream.mapEffect((part) =>
-        part._tag === "File" && part.key === "files"
-          ? Effect.map(part.contentEffect, (bytes): ReadonlyArray<UploadedPart> => [{ name: part.name, bytes }])
-          : Effect.succeed([])
-      ),
-      Stream.runCollect,
-      Effect.map((chunks) => [...chunks].flat()),
-      Effect.catchAll(() => reject(400, "Expected a multipart body with one or more 'files' fields"))
-    ))
+/** The parts of the repeated `files` field: 413 past the gateway's request limit, 400/422 when not multipart. */
+const readFiles = (state: GatewayState) =>
+  Effect.map(
+    readUpload({ maxUploadBytes: state.maxRequestBytes }, { field: "files" }),
+    (upload) => upload.parts.filter((part) => part.key === "files")
+  )
 
 const fileRecord = (state: GatewayState, file: StoredFile, now: number) =>
   new GatewayFile({
@@ -266,9 +255,9 @@ export const routes = (state: GatewayState): ReadonlyArray<RouteDef> => {
       response: GatewayFileList,
       handle: ({ now, user }) =>
         Effect.gen(function*() {
-          const parts = yield* readFiles
+          const parts = yield* readFiles(state)
           if (parts.length === 0) return yield* reject(400, "No files in the request")
-          return parts.map((part) => fileRecord(state, state.addFile(user, part.name, part.bytes, now), now))
+          return parts.map((part) => fileRecord(state, state.addFile(user, part.filename, part.content, now), now))
         })
     }),
     route({
@@ -515,6 +504,34 @@ const redocPage = (title: string) =>
 <html><head><title>${title}</title><meta charset="utf-8"/></head>
 <body><redoc spec-url="openapi.json"></redoc>
 <script src="https://cdn.redoc.ly/redoc/latest/bundles/redoc.standalone.js"></script></body></html>`
+
+/**
+ * The full paths (under `/gateway`) of a route table and of each service's `redoc` and `openapi.json`, as
+ * patterns: a request with another method gets 405, not 404.
+ *
+ * @since 0.1.0
+ * @category routers
+ */
+export const pathPatterns = (table: ReadonlyArray<RouteDef>): ReadonlyArray<RegExp> => {
+  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+  const prefix = (service: string) => `/gateway${service === "" ? "" : `/${service}`}`
+  const services = [...new Set(table.map((d) => d.service))]
+  return [
+    ...table.map((def) => {
+      const path = escape(`${prefix(def.service)}${def.path}`.replace(/\/$/, "")).replace(/:[A-Za-z]+/g, "[^/]+")
+      return new RegExp(`^${path}/?$`)
+    }),
+    ...services.map((service) => new RegExp(`^${escape(prefix(service))}/(redoc|openapi\\.json)/?$`))
+  ]
+}
+
+/**
+ * The gateway's paths (see `pathPatterns`).
+ *
+ * @since 0.1.0
+ * @category routers
+ */
+export const knownPaths: ReadonlyArray<RegExp> = pathPatterns(routes(new GatewayState()))
 
 /**
  * The gateway's router: every route of the table under its service path, and `redoc` and `openapi.json`

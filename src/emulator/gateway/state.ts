@@ -41,6 +41,8 @@ export interface GatewayOptions {
   readonly ingestDuration?: Duration.DurationInput | undefined
   /** Largest file in bytes; bigger ones end `file_too_large` (default 10 MB). */
   readonly maxFileBytes?: number | undefined
+  /** Largest upload request in bytes; a bigger one gets 413 (default 100 MB, at least `maxFileBytes`). */
+  readonly maxRequestBytes?: number | undefined
   /** Key that signs tokens (default: random per instance). */
   readonly secret?: string | undefined
   /** LLMs every user's config allows. */
@@ -140,6 +142,7 @@ export class GatewayState {
   readonly uploadDelayMs: number
   readonly ingestDurationMs: number
   readonly maxFileBytes: number
+  readonly maxRequestBytes: number
   readonly models: ReadonlyArray<string>
   readonly files = new Map<string, StoredFile>()
   readonly tasks: Array<StoredTask> = []
@@ -163,6 +166,7 @@ export class GatewayState {
     this.uploadDelayMs = Duration.toMillis(Duration.decode(options.uploadDelay ?? Duration.seconds(1)))
     this.ingestDurationMs = Duration.toMillis(Duration.decode(options.ingestDuration ?? Duration.seconds(4)))
     this.maxFileBytes = options.maxFileBytes ?? 10 * 1024 * 1024
+    this.maxRequestBytes = options.maxRequestBytes ?? Math.max(100 * 1024 * 1024, this.maxFileBytes)
     this.models = options.models ?? ["Llama-3.3-70B-Instruct", "gpt-4o"]
     this.secret = options.secret === undefined ? randomBytes(32) : Buffer.from(options.secret)
   }

@@ -9,11 +9,20 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { ChatCompletion, ChatCompletionChunk, CreateChatCompletionParams } from "../../schemas/Chat.js"
-import { Usage } from "../../schemas/Shared.js"
+import { type ChatCompletion, type ChatCompletionChunk, CreateChatCompletionParams } from "../../schemas/Chat.js"
+import { type Usage } from "../../schemas/Shared.js"
 import type { CatalogueModel } from "../catalogue.js"
 import { type ChatPlan, planChat } from "../generate.js"
-import { admit, authenticate, decodeBody, type LimitMode, reject, requireModel, sseResponse } from "../http.js"
+import {
+  admit,
+  authenticate,
+  checkSampling,
+  decodeBody,
+  type LimitMode,
+  reject,
+  requireModel,
+  sseResponse
+} from "../http.js"
 import type { EmulatorState } from "../state.js"
 
 const ChatRequest = Schema.extend(
@@ -21,54 +30,57 @@ const ChatRequest = Schema.extend(
   Schema.Struct({ stream: Schema.optional(Schema.NullOr(Schema.Boolean)) })
 )
 
-const usageOf = (plan: ChatPlan) =>
-  new Usage({
-    prompt_tokens: plan.promptTokens,
-    completion_tokens: plan.completionTokens,
-    total_tokens: plan.promptTokens + plan.completionTokens
-  })
+// bodies are written as their encoded (wire) types: checked by the compiler, with no per-request validation
+const usageOf = (plan: ChatPlan): typeof Usage.Encoded => ({
+  prompt_tokens: plan.promptTokens,
+  completion_tokens: plan.completionTokens,
+  total_tokens: plan.promptTokens + plan.completionTokens
+})
 
-const completion = (id: string, created: number, model: CatalogueModel, plan: ChatPlan) =>
-  Schema.encodeSync(ChatCompletion)(
-    new ChatCompletion({
-      id,
-      object: "chat.completion",
-      created,
-      model: model.id,
-      choices: [{
-        index: 0,
-        message: {
-          role: "assistant",
-          content: plan.toolCall ? null : plan.content.join(""),
-          ...(plan.reasoning.length > 0 ? { reasoning_content: plan.reasoning.join("") } : {}),
-          ...(plan.toolCall
-            ? {
-              tool_calls: [{
-                id: plan.toolCall.id,
-                type: "function",
-                function: { name: plan.toolCall.name, arguments: plan.toolCall.arguments }
-              }]
-            }
-            : {})
-        },
-        finish_reason: plan.finishReason
-      }],
-      usage: usageOf(plan)
-    })
-  )
+const completion = (
+  id: string,
+  created: number,
+  model: CatalogueModel,
+  plan: ChatPlan
+): typeof ChatCompletion.Encoded => ({
+  id,
+  object: "chat.completion",
+  created,
+  model: model.id,
+  choices: [{
+    index: 0,
+    message: {
+      role: "assistant",
+      content: plan.toolCall ? null : plan.content.join(""),
+      ...(plan.reasoning.length > 0 ? { reasoning_content: plan.reasoning.join("") } : {}),
+      ...(plan.toolCall
+        ? {
+          tool_calls: [{
+            id: plan.toolCall.id,
+            type: "function",
+            function: { name: plan.toolCall.name, arguments: plan.toolCall.arguments }
+          }]
+        }
+        : {})
+    },
+    finish_reason: plan.finishReason
+  }],
+  usage: usageOf(plan)
+})
 
 const chunks = (id: string, created: number, model: CatalogueModel, plan: ChatPlan, includeUsage: boolean) => {
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null, choices = true) =>
-    Schema.encodeSync(ChatCompletionChunk)(
-      new ChatCompletionChunk({
-        id,
-        object: "chat.completion.chunk",
-        created,
-        model: model.id,
-        choices: choices ? [{ index: 0, delta, finish_reason: finish }] : [],
-        ...(choices ? {} : { usage: usageOf(plan) })
-      })
-    )
+  const chunk = (
+    delta: NonNullable<NonNullable<typeof ChatCompletionChunk.Encoded["choices"]>[number]["delta"]>,
+    finish: string | null = null,
+    choices = true
+  ): typeof ChatCompletionChunk.Encoded => ({
+    id,
+    object: "chat.completion.chunk",
+    created,
+    model: model.id,
+    choices: choices ? [{ index: 0, delta, finish_reason: finish }] : [],
+    ...(choices ? {} : { usage: usageOf(plan) })
+  })
   const out: Array<unknown> = [chunk({ role: "assistant", content: plan.toolCall ? null : "" })]
   for (const piece of plan.reasoning) out.push(chunk({ reasoning_content: piece }))
   if (plan.toolCall) {
@@ -93,6 +105,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     const key = yield* authenticate(state)
     const params = yield* decodeBody(ChatRequest)
     if (params.messages.length === 0) return yield* reject(400, "messages must contain at least one message")
+    yield* checkSampling(params)
     const model = yield* requireModel(params.model, "chat", "chat completions")
     const plan = planChat(model, params)
     const headers = yield* admit(state, key, model, plan.promptTokens + plan.completionTokens, mode)

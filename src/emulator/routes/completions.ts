@@ -11,7 +11,16 @@ import * as Schema from "effect/Schema"
 import { Completion, CreateCompletionParams } from "../../schemas/Completions.js"
 import { Usage } from "../../schemas/Shared.js"
 import { planCompletion } from "../generate.js"
-import { admit, authenticate, decodeBody, type LimitMode, reject, requireModel, sseResponse } from "../http.js"
+import {
+  admit,
+  authenticate,
+  checkSampling,
+  decodeBody,
+  type LimitMode,
+  reject,
+  requireModel,
+  sseResponse
+} from "../http.js"
 import type { EmulatorState } from "../state.js"
 import { countTokens } from "../text.js"
 
@@ -26,6 +35,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     const params = yield* decodeBody(CompletionRequest)
     const model = yield* requireModel(params.model, "chat", "text completions")
     if (model.proprietary) return yield* reject(400, `Model '${model.id}' does not support /completions`)
+    yield* checkSampling(params)
     const prompts = typeof params.prompt === "string" ? [params.prompt] : params.prompt
     if (prompts.length === 0) return yield* reject(400, "prompt must not be empty")
     const plans = prompts.map((prompt) => planCompletion(model, prompt, params.max_tokens))

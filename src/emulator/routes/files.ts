@@ -100,9 +100,12 @@ export const page = <A extends { readonly id: string }>(
  */
 export const limitParam = (fallback: number, max: number) =>
   Effect.flatMap(HttpServerRequest.ParsedSearchParams, (params) => {
-    const raw = params["limit"]
-    if (raw === undefined || Array.isArray(raw)) return Effect.succeed(fallback)
-    const n = Number(raw)
+    const given = params["limit"]
+    // a repeated parameter counts with its last value, as FastAPI reads it
+    const raw = Array.isArray(given) ? given[given.length - 1] : given
+    if (raw === undefined) return Effect.succeed(fallback)
+    // digits only, as FastAPI parses an int: no signs, exponents, fractions or hex
+    const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN
     if (!Number.isInteger(n) || n < 1) {
       return reject(422, [{ type: "int_parsing", loc: ["query", "limit"], msg: "Input should be a positive integer" }])
     }
@@ -118,8 +121,22 @@ export const limitParam = (fallback: number, max: number) =>
 export const queryParam = (name: string) =>
   Effect.map(HttpServerRequest.ParsedSearchParams, (params) => {
     const raw = params[name]
-    return typeof raw === "string" ? raw : undefined
+    return typeof raw === "string" ? raw : raw?.[raw.length - 1]
   })
+
+/**
+ * Reads `order` from the query: `asc` or `desc` (default), 422 otherwise.
+ *
+ * @since 0.1.0
+ * @category pagination
+ */
+export const orderParam = Effect.flatMap(
+  queryParam("order"),
+  (order) =>
+    order === undefined || order === "asc" || order === "desc"
+      ? Effect.succeed(order)
+      : reject(422, [{ type: "enum", loc: ["query", "order"], msg: "Input should be 'asc' or 'desc'" }])
+)
 
 const fileOf = (state: EmulatorState, key: KeySpec, base: FilesBase) =>
   Effect.gen(function*() {
@@ -172,7 +189,7 @@ export const router = (state: EmulatorState, base: FilesBase) =>
         const purpose = yield* queryParam("purpose")
         const limit = yield* limitParam(100, 10_000)
         const after = yield* queryParam("after")
-        const order = yield* queryParam("order")
+        const order = yield* orderParam
         const now = yield* Clock.currentTimeMillis
         const files = [...state.store.of(key.key).files.values()].filter((f) =>
           belongs(base, f.purpose) && (purpose === undefined || f.purpose === purpose)

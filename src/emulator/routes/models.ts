@@ -6,14 +6,15 @@
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
-import { Model, ModelList } from "../../schemas/Models.js"
+import type { Model, ModelList } from "../../schemas/Models.js"
 import { catalogue, type CatalogueModel, findModel } from "../catalogue.js"
 import { authenticate, reject } from "../http.js"
 import type { EmulatorState } from "../state.js"
 
-// the real service shows only `id` and `meta_data`; the emulator sends exactly that
-const toModel = (m: CatalogueModel) => new Model({ id: m.id, meta_data: m.meta })
+// the real service shows only `id` and `meta_data`; the emulator sends exactly that, in the wire type (checked by
+// the compiler, no validation per request)
+const toModel = (m: CatalogueModel): typeof Model.Encoded => ({ id: m.id, meta_data: m.meta })
+const list: typeof ModelList.Encoded = { object: "list", data: catalogue.map(toModel) }
 
 /**
  * The model routes.
@@ -27,9 +28,7 @@ export const router = (state: EmulatorState) =>
       "/models",
       Effect.gen(function*() {
         yield* authenticate(state)
-        return HttpServerResponse.unsafeJson(
-          Schema.encodeSync(ModelList)(new ModelList({ object: "list", data: catalogue.map(toModel) }))
-        )
+        return HttpServerResponse.unsafeJson(list)
       })
     ),
     HttpRouter.get(
@@ -39,7 +38,7 @@ export const router = (state: EmulatorState) =>
         const { id } = yield* HttpRouter.params
         const model = id === undefined ? undefined : findModel(id)
         if (model === undefined) return yield* reject(404, `Model '${id ?? ""}' not found`)
-        return HttpServerResponse.unsafeJson(Schema.encodeSync(Model)(toModel(model)))
+        return HttpServerResponse.unsafeJson(toModel(model))
       })
     )
   )

@@ -14,7 +14,7 @@ import type { ChatMessage, CreateChatCompletionParams, FunctionTool } from "../.
 import { CreateResponseParams } from "../../schemas/Responses.js"
 import type { CatalogueModel } from "../catalogue.js"
 import { type ChatPlan, planChat } from "../generate.js"
-import { admit, authenticate, decodeBody, type LimitMode, reject, requireModel } from "../http.js"
+import { admit, authenticate, checkSampling, decodeBody, type LimitMode, reject, requireModel } from "../http.js"
 import type { EmulatorState } from "../state.js"
 import { countTokens } from "../text.js"
 
@@ -219,6 +219,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     if (typeof params.input !== "string" && params.input.length === 0) {
       return yield* reject(400, "input must not be empty")
     }
+    yield* checkSampling(params)
     const p = plan(model, params)
     const headers = yield* admit(state, key, model, p.chat.promptTokens + p.outputTokens, mode)
     const id = `resp_${state.next().toString(36).padStart(8, "0")}`

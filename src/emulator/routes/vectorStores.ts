@@ -22,7 +22,7 @@ import {
   type StoredVectorStore
 } from "../store.js"
 import { embed } from "../text.js"
-import { limitParam, page, queryParam } from "./files.js"
+import { limitParam, orderParam, page, queryParam } from "./files.js"
 
 const defaultTextModel = "text-embedding-bge-m3"
 const defaultVisionModel = "tsi-embedding-colqwen2-2b-v1"
@@ -192,7 +192,7 @@ export const router = (state: EmulatorState) =>
         const key = yield* authenticate(state)
         const limit = yield* limitParam(20, 100)
         const after = yield* queryParam("after")
-        const order = yield* queryParam("order")
+        const order = yield* orderParam
         const now = yield* Clock.currentTimeMillis
         const { data, has_more } = page([...state.store.of(key.key).vectorStores.values()], { limit, after, order })
         return HttpServerResponse.unsafeJson({ object: "list", data: data.map((vs) => storeRecord(vs, now)), has_more })
@@ -245,7 +245,7 @@ export const router = (state: EmulatorState) =>
         const vs = yield* storeOf(state, key)
         const limit = yield* limitParam(20, 100)
         const after = yield* queryParam("after")
-        const order = yield* queryParam("order")
+        const order = yield* orderParam
         const now = yield* Clock.currentTimeMillis
         const files = [...vs.files.values()].map((f) => ({ ...f, id: f.fileId }))
         const { data, has_more } = page(files, { limit, after, order })
