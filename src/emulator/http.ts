@@ -1,14 +1,12 @@
 /**
- * Request and response helpers of the emulator: FastAPI-style error bodies, key checks, body decoding that
- * answers 400/422 with a `detail` (never a 500), and the rate-limit gate.
+ * Request and response helpers of the emulator: FastAPI-style error bodies, key checks, bounded body reading
+ * and decoding that answers 400/413/422 with a `detail` (never a 500), and the rate-limit gate.
  *
  * @since 0.1.0
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
@@ -104,41 +102,82 @@ export class BodyTooLarge extends Data.TaggedError("BodyTooLarge")<{ readonly li
 export class BodyUnreadable extends Data.TaggedError("BodyUnreadable")<{ readonly cause: unknown }> {}
 
 /**
- * The request body as a stream that fails with `BodyTooLarge` as soon as more than `limit` bytes have arrived.
- * Whatever the handler leaves unread is discarded as it arrives, neither buffered nor cut off: the socket stays
- * open, so the client reads the 413 instead of a connection reset.
+ * Reads the request body whole, failing with `BodyTooLarge` as soon as more than `limit` bytes have arrived.
+ * Whatever arrives after that is discarded as it comes, neither buffered nor cut off: the connection stays
+ * open and usable, so the client reads the 413 instead of a reset.
  *
  * @since 0.1.0
  * @category bodies
  */
-export const bodyStream = (
+export const readBody = (
   request: HttpServerRequest.HttpServerRequest,
   limit: number
-): Stream.Stream<Uint8Array, BodyTooLarge | BodyUnreadable> =>
-  Stream.suspend(() => {
-    const source = NodeHttpServerRequest.toIncomingMessage(request)
-    const node = source instanceof IncomingMessage ? source : undefined
-    // the platform's own readers destroy the socket when they stop early; this one leaves it to Node
-    const raw: Stream.Stream<Uint8Array, BodyUnreadable> = node === undefined
-      ? Stream.mapError(request.stream, (cause) => new BodyUnreadable({ cause }))
-      : NodeStream.fromReadable(() => node, (cause) => new BodyUnreadable({ cause }), { closeOnDone: false })
-    let size = 0
-    return raw.pipe(
-      Stream.mapEffect((chunk) => {
-        size += chunk.length
-        return size > limit ? Effect.fail(new BodyTooLarge({ limit })) : Effect.succeed(chunk)
-      }),
-      Stream.ensuring(Effect.sync(() => {
-        // `resume` is ignored while the reader's `readable` listener still counts, which Node updates on the
-        // next tick: discard from the next turn of the event loop
-        if (node !== undefined) {
-          setImmediate(() => {
-            if (!node.complete && !node.destroyed) node.resume()
-          })
-        }
-      }))
+): Effect.Effect<Uint8Array, BodyTooLarge | BodyUnreadable> => {
+  const source = NodeHttpServerRequest.toIncomingMessage(request)
+  if (!(source instanceof IncomingMessage)) {
+    // not served by Node: the platform's stream, which may close the connection when it stops early
+    return Stream.runFold(
+      Stream.mapError(request.stream, (cause): BodyTooLarge | BodyUnreadable => new BodyUnreadable({ cause })),
+      [] as Array<Uint8Array>,
+      (chunks, chunk) => [...chunks, chunk]
+    ).pipe(
+      Effect.filterOrFail(
+        (chunks) => chunks.reduce((n, c) => n + c.length, 0) <= limit,
+        () => new BodyTooLarge({ limit })
+      ),
+      Effect.map((chunks) => Buffer.concat(chunks))
     )
+  }
+  if (source.readableEnded) return Effect.succeed(new Uint8Array(0))
+  // the platform's own readers destroy the socket when they stop early; this one reads in flowing mode and
+  // keeps reading (and dropping) to the end of the body after it has given up
+  return Effect.async<Uint8Array, BodyTooLarge | BodyUnreadable>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    let settled = false
+    const settle = (effect: Effect.Effect<Uint8Array, BodyTooLarge | BodyUnreadable>) => {
+      if (settled) return
+      settled = true
+      resume(effect)
+    }
+    const onData = (chunk: Buffer) => {
+      if (settled) return
+      size += chunk.length
+      if (size > limit) {
+        chunks.length = 0
+        settle(Effect.fail(new BodyTooLarge({ limit })))
+      } else {
+        chunks.push(chunk)
+      }
+    }
+    const cleanUp = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+      source.off("close", onClose)
+    }
+    const onEnd = () => {
+      cleanUp()
+      settle(Effect.succeed(Buffer.concat(chunks)))
+    }
+    const onError = (cause: unknown) => {
+      cleanUp()
+      settle(Effect.fail(new BodyUnreadable({ cause })))
+    }
+    // a body cut off by the client ends in `error` or, in some Node versions, in `close` alone
+    const onClose = () => onError(new Error("the connection closed before the end of the body"))
+    source.on("data", onData)
+    source.on("end", onEnd)
+    source.on("error", onError)
+    source.on("close", onClose)
+    // interrupted (the client went away): stop collecting, let Node drop the rest
+    return Effect.sync(() => {
+      settled = true
+      cleanUp()
+      source.resume()
+    })
   })
+}
 
 /**
  * The announced `content-length`, when there is a valid one.
@@ -190,14 +229,12 @@ export const readJson: Effect.Effect<unknown, Reject, HttpServerRequest.HttpServ
   const limit = yield* JsonBodyLimit
   const tooLarge = reject(413, `Request body too large: the limit for JSON bodies is ${limit} bytes`)
   if ((announcedLength(request) ?? 0) > limit) return yield* tooLarge
-  const chunks = yield* bodyStream(request, limit).pipe(
-    Stream.runCollect,
+  const bytes = yield* readBody(request, limit).pipe(
     Effect.catchTags({
       BodyTooLarge: () => tooLarge,
       BodyUnreadable: () => reject(400, "The request body could not be read")
     })
   )
-  const bytes = Buffer.concat(Chunk.toReadonlyArray(chunks))
   let text: string
   try {
     text = utf8.decode(bytes)

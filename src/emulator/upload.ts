@@ -7,11 +7,10 @@
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Multipart from "@effect/platform/Multipart"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { announcedLength, bodyStream, type Reject, reject } from "./http.js"
+import { announcedLength, readBody, type Reject, reject } from "./http.js"
 
 /**
  * A received upload.
@@ -121,16 +120,15 @@ export const readUpload = (
     if (delimiter === undefined) return yield* reject(400, "Missing boundary in the multipart/form-data content type")
     // an announced length over the limit (with room for the part headers) is refused before reading
     if ((announcedLength(request) ?? 0) > limit + overhead) return yield* tooLarge(limit)
-    const received = yield* bodyStream(request, limit + overhead).pipe(
-      Stream.runCollect,
+    const received = yield* readBody(request, limit + overhead).pipe(
       Effect.catchTags({
         BodyTooLarge: () => tooLarge(limit),
         BodyUnreadable: () => reject(400, "The request body could not be read")
       })
     )
-    const body = Buffer.concat(Chunk.toReadonlyArray(received))
-    // the parser never finishes a part whose body is cut off (its content stream would wait forever): the body
-    // is read whole, within the limit, and must reach its closing delimiter before it is parsed
+    const body = Buffer.from(received.buffer, received.byteOffset, received.byteLength)
+    // the platform's parser never finishes a file part whose body is cut off, and reading that part then loops
+    // without end: the body is read whole, within the limit, and must reach its closing delimiter first
     const end = closingEnd(body, delimiter)
     if (end === undefined) {
       return yield* reject(400, "The multipart body could not be parsed (truncated: no closing boundary)")
@@ -175,7 +173,9 @@ export const readUpload = (
       Effect.catchAll((error) => Effect.succeed(error)),
       // a `filename*` that does not percent-decode throws inside the parser
       Effect.catchSomeDefect((defect) =>
-        defect instanceof URIError ? Option.some(Effect.succeed(new Malformed("bad filename* encoding"))) : Option.none()
+        defect instanceof URIError
+          ? Option.some(Effect.succeed(new Malformed("bad filename* encoding")))
+          : Option.none()
       )
     )
     if (outcome?._tag === "TooLarge") return yield* tooLarge(limit)

@@ -49,7 +49,10 @@ export const send = (origin: string, req: RawRequest, timeoutMs = 10_000): Effec
         })))
       res.on("error", (error) => resume(Effect.fail(error)))
     })
-    outgoing.on("timeout", () => outgoing.destroy(new Error(`${req.method} ${req.path}: no answer within ${timeoutMs} ms`)))
+    outgoing.on(
+      "timeout",
+      () => outgoing.destroy(new Error(`${req.method} ${req.path}: no answer within ${timeoutMs} ms`))
+    )
     outgoing.on("error", (error) => resume(Effect.fail(error)))
     outgoing.end(req.body)
     return Effect.sync(() => outgoing.destroy())
@@ -125,19 +128,26 @@ export const stream = (
       socket.write(head(then, `Content-Length: ${body.length}\r\n`))
       socket.write(body)
     }
-    socket.on("data", responseReader((reply) => {
-      if (first === undefined) {
-        first = { ...reply, sentBytes: sent, answeredEarly: !finished }
-        if (req.keepSending !== true) settle(undefined)
-        else if (finished) sendThen()
-      } else {
-        settle(reply)
-      }
-    }))
-    socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`${req.method} ${req.path}: stalled for ${timeoutMs} ms`)))
-    socket.on("error", (error) => resume(Effect.fail(error)))
+    socket.on(
+      "data",
+      responseReader((reply) => {
+        if (first === undefined) {
+          first = { ...reply, sentBytes: sent, answeredEarly: !finished }
+          if (req.keepSending !== true) settle(undefined)
+          else if (finished) sendThen()
+        } else {
+          settle(reply)
+        }
+      })
+    )
+    socket.setTimeout(timeoutMs, () =>
+      socket.destroy(new Error(`${req.method} ${req.path}: stalled for ${timeoutMs} ms`)))
+    socket.on("error", (error) =>
+      resume(Effect.fail(error)))
     socket.on("close", () => resume(Effect.fail(new Error(`${req.method} ${req.path}: connection closed`))))
-    socket.write(head(req, req.announce === true ? `Content-Length: ${req.totalBytes}\r\n` : "Transfer-Encoding: chunked\r\n"))
+    socket.write(
+      head(req, req.announce === true ? `Content-Length: ${req.totalBytes}\r\n` : "Transfer-Encoding: chunked\r\n")
+    )
     const payload = Buffer.alloc(64 * 1024, 0x20)
     const pump = () => {
       while (sent < req.totalBytes && (first === undefined || req.keepSending === true)) {

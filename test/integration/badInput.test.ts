@@ -106,7 +106,10 @@ interface FormPart {
 }
 
 /** A multipart body with boundary `XX`; `close: false` leaves out the closing delimiter. */
-const form = (parts: ReadonlyArray<FormPart>, options: { readonly close?: boolean; readonly boundary?: string } = {}) => {
+const form = (
+  parts: ReadonlyArray<FormPart>,
+  options: { readonly close?: boolean; readonly boundary?: string } = {}
+) => {
   const boundary = options.boundary ?? "XX"
   const pieces: Array<Buffer> = []
   for (const part of parts) {
@@ -154,7 +157,11 @@ const fixture: Effect.Effect<Fixture, Error, Emulator.Emulator> = Effect.gen(fun
     method: "POST",
     path: "/v2/files",
     headers: { ...auth, ...multipartHeaders },
-    body: form([{ name: "purpose", content: "fine-tune" }, { name: "file", filename: "train.jsonl", content: training }])
+    body: form([{ name: "purpose", content: "fine-tune" }, {
+      name: "file",
+      filename: "train.jsonl",
+      content: training
+    }])
   })
   const job = yield* send(em.url, {
     method: "POST",
@@ -200,7 +207,9 @@ const problem = (kase: Case, reply: RawReply): string | undefined => {
   if (reply.status !== kase.status) {
     return `${kase.name}: expected ${kase.status}, got ${reply.status} ${reply.text.slice(0, 200)}`
   }
-  if (reply.status >= 400 && detailOf(reply) === undefined) return `${kase.name}: no detail in ${reply.text.slice(0, 200)}`
+  if (reply.status >= 400 && detailOf(reply) === undefined) {
+    return `${kase.name}: no detail in ${reply.text.slice(0, 200)}`
+  }
   return undefined
 }
 
@@ -405,7 +414,21 @@ describe("bad input on every route", () => {
         },
         status
       })
+      // a JSON schema nested far deeper than any real one (it used to exhaust the stack of the tool-call planner)
+      const deepSchema = "{\"type\":\"object\",\"properties\":{\"a\":".repeat(5000) + "{}" + "}}".repeat(5000)
       const cases = [
+        inference(
+          "/v2/chat/completions",
+          `{"model":"Llama-3.3-70B-Instruct","messages":[{"role":"user","content":"call f"}],` +
+            `"tools":[{"type":"function","function":{"name":"f","parameters":${deepSchema}}}],"tool_choice":"required"}`,
+          422
+        ),
+        inference(
+          "/v2/responses",
+          `{"model":"gpt-4.1","input":"call f","tools":[{"type":"function","name":"f","parameters":${deepSchema}}],` +
+            `"tool_choice":"required"}`,
+          422
+        ),
         inference("/v2/chat/completions", { ...chat, messages: "hi" }, 422),
         inference("/v2/chat/completions", { ...chat, messages: [] }, 400),
         inference("/v2/chat/completions", { ...chat, messages: [{ role: "wizard", content: "hi" }] }, 422),
@@ -414,7 +437,11 @@ describe("bad input on every route", () => {
         inference("/v2/chat/completions", { ...chat, max_tokens: 0 }, 400),
         inference("/v2/chat/completions", { ...chat, max_tokens: 1.5 }, 400),
         inference("/v2/chat/completions", { ...chat, max_tokens: "ten" }, 422),
-        inference("/v2/chat/completions", `{"model":"Llama-3.3-70B-Instruct","messages":[{"role":"user","content":"hi"}],"max_tokens":1e400}`, 400),
+        inference(
+          "/v2/chat/completions",
+          `{"model":"Llama-3.3-70B-Instruct","messages":[{"role":"user","content":"hi"}],"max_tokens":1e400}`,
+          400
+        ),
         inference("/v2/chat/completions", { ...chat, max_completion_tokens: 1e12 }, 400),
         inference("/v2/chat/completions", { ...chat, temperature: -1 }, 400),
         inference("/v2/chat/completions", { ...chat, temperature: 99 }, 400),
@@ -473,7 +500,12 @@ describe("bad input on every route", () => {
         ],
         ["a NUL in a file name", multipartHeaders, form([{ ...file, filename: "a\u0000b.txt" }]), () => 400],
         // part headers are limited to 16 KiB
-        ["a 20 000-character file name", multipartHeaders, form([{ ...file, filename: "n".repeat(20_000) }]), () => 400],
+        [
+          "a 20 000-character file name",
+          multipartHeaders,
+          form([{ ...file, filename: "n".repeat(20_000) }]),
+          () => 400
+        ],
         [
           "a filename* that does not decode",
           multipartHeaders,
@@ -518,7 +550,11 @@ describe("bad input on every route", () => {
           request: { method: "GET", path: `${aimed(fx, route)}?limit=${limit}`, headers: authOf(fx, route) },
           status: 422
         })),
-        { name: `limit=1 on ${label(route)}`, request: { method: "GET", path: `${aimed(fx, route)}?limit=1`, headers: authOf(fx, route) }, status: 200 },
+        {
+          name: `limit=1 on ${label(route)}`,
+          request: { method: "GET", path: `${aimed(fx, route)}?limit=1`, headers: authOf(fx, route) },
+          status: 200
+        },
         ...(route.path.includes("fine_tuning") ? [] : [{
           name: `order=sideways on ${label(route)}`,
           request: { method: "GET", path: `${aimed(fx, route)}?order=sideways`, headers: authOf(fx, route) },
@@ -553,10 +589,12 @@ describe("file names are only names", () => {
         `${marker}-${"n".repeat(1000)}.txt`,
         `${marker}-r\u00e9sum\u00e9.txt`
       ]
-      for (const [route, fields] of [
-        ["/v2/files", [{ name: "purpose", content: "fine-tune" }]],
-        ["/v1/files", [{ name: "purpose", content: "visual-rag" }]]
-      ] as const) {
+      for (
+        const [route, fields] of [
+          ["/v2/files", [{ name: "purpose", content: "fine-tune" }]],
+          ["/v1/files", [{ name: "purpose", content: "visual-rag" }]]
+        ] as const
+      ) {
         for (const name of names) {
           const reply = yield* send(fx.origin, {
             method: "POST",
@@ -793,7 +831,8 @@ describe("properties", () => {
       for (const [path, auth] of endpoints(fx)) {
         yield* Effect.promise(() =>
           FastCheck.assert(
-            FastCheck.asyncProperty(FastCheck.jsonValue(), async (value) => acceptable(await post(fx, path, auth, value))),
+            FastCheck.asyncProperty(FastCheck.jsonValue(), async (value) =>
+              acceptable(await post(fx, path, auth, value))),
             { numRuns: 40 }
           )
         )

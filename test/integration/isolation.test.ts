@@ -12,9 +12,14 @@ import { detailOf, type RawReply, send } from "../helpers/rawHttp.js"
 
 const jsonHeaders = { "content-type": "application/json" }
 
-const training = JSON.stringify({ messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello" }] })
+const training = JSON.stringify({
+  messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello" }]
+})
 
-const form = (fields: Record<string, string>, file: { readonly field: string; readonly name: string; readonly content: string }) =>
+const form = (
+  fields: Record<string, string>,
+  file: { readonly field: string; readonly name: string; readonly content: string }
+) =>
   Buffer.from(
     Object.entries(fields).map(([name, value]) =>
       `--XX\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`
@@ -59,7 +64,7 @@ const clientOf = (origin: string, credential: string) => {
   return { expect, upload }
 }
 
-const ids = (list: unknown) => ((list as { data: ReadonlyArray<{ id: string }> }).data).map((item) => item.id)
+const ids = (list: unknown) => (list as { data: ReadonlyArray<{ id: string }> }).data.map((item) => item.id)
 
 describe("per-key isolation", () => {
   it.effect("another key meets 404 on every route of a key's files, jobs and vector stores; its lists leave them out", () =>
@@ -69,23 +74,29 @@ describe("per-key isolation", () => {
       const b = clientOf(em.url, em.keyFor("basic")!)
 
       // key A: a fine-tune file, a visual-rag file, a job, a store holding a file
-      const tuneFile = String((yield* a.upload("/v2/files", { purpose: "fine-tune" }, {
-        field: "file",
-        name: "train.jsonl",
-        content: training
-      }))["id"])
-      const ragFile = String((yield* a.upload("/v1/files", { purpose: "visual-rag" }, {
-        field: "file",
-        name: "notes.txt",
-        content: "The archive code is 7319."
-      }))["id"])
+      const tuneFile = String(
+        (yield* a.upload("/v2/files", { purpose: "fine-tune" }, {
+          field: "file",
+          name: "train.jsonl",
+          content: training
+        }))["id"]
+      )
+      const ragFile = String(
+        (yield* a.upload("/v1/files", { purpose: "visual-rag" }, {
+          field: "file",
+          name: "notes.txt",
+          content: "The archive code is 7319."
+        }))["id"]
+      )
       const job = String(
         ((yield* a.expect(200, "POST", "/v2/fine_tuning/jobs", {
           model: "Llama-3.3-70B-Instruct",
           training_file: tuneFile
         })) as { id: string }).id
       )
-      const store = String(((yield* a.expect(200, "POST", "/v1/vector_stores", { name: "private" })) as { id: string }).id)
+      const store = String(
+        ((yield* a.expect(200, "POST", "/v1/vector_stores", { name: "private" })) as { id: string }).id
+      )
       yield* a.expect(200, "POST", `/v1/vector_stores/${store}/files`, { file_id: ragFile })
 
       // key B sees none of it
@@ -110,7 +121,9 @@ describe("per-key isolation", () => {
       yield* b.expect(404, "POST", `/v1/vector_stores/${store}/search`, { query: "archive code" })
       assert.deepStrictEqual(ids(yield* b.expect(200, "GET", "/v1/vector_stores")), [])
       // B's own store with the same name is B's: names are unique per key, and A's file cannot go into it
-      const own = String(((yield* b.expect(200, "POST", "/v1/vector_stores", { name: "private" })) as { id: string }).id)
+      const own = String(
+        ((yield* b.expect(200, "POST", "/v1/vector_stores", { name: "private" })) as { id: string }).id
+      )
       yield* b.expect(404, "POST", `/v1/vector_stores/${own}/files`, { file_id: ragFile })
 
       // A still has all of it: the 404s were B's view, not a loss
@@ -183,7 +196,10 @@ describe("per-user isolation on the gateway", () => {
       yield* other.expect(404, "POST", sessions, { config: { activeFiles: [fileId] } })
       yield* other.expect(404, "POST", sessions, { config: { localConfigId: demoConfig } })
       for (const pipeline of ["query-pipeline", "query-pipelines"]) {
-        yield* other.expect(404, "POST", `/gateway/${pipeline}/api/v1/chat`, { sessionId: session, userPrompt: "code?" })
+        yield* other.expect(404, "POST", `/gateway/${pipeline}/api/v1/chat`, {
+          sessionId: session,
+          userPrompt: "code?"
+        })
       }
 
       // the owner still has all of it
@@ -220,7 +236,10 @@ describe("gateway tokens", () => {
         ...[0, 5, -1].map((i) => [`header char ${i}`, tamper(token, 0, i)] as const),
         ...[0, 10, 20, -2, -1].map((i) => [`claims char ${i}`, tamper(token, 1, i)] as const),
         ...[0, 10, -2, -1].map((i) => [`signature char ${i}`, tamper(token, 2, i)] as const),
-        ["claims for another user", `${header}.${b64({ ...decoded, username: "other", sub: "user-0002" })}.${signature}`],
+        [
+          "claims for another user",
+          `${header}.${b64({ ...decoded, username: "other", sub: "user-0002" })}.${signature}`
+        ],
         ["claims that never expire", `${header}.${b64({ ...decoded, exp: 4_102_444_800 })}.${signature}`],
         ["another user's signature", `${header}.${claims}.${otherToken.split(".")[2]}`],
         ["alg none, no signature", `${b64({ alg: "none", typ: "JWT" })}.${claims}.`],
@@ -235,7 +254,11 @@ describe("gateway tokens", () => {
       assert.strictEqual(ok.status, 200)
       for (const [what, credential] of forged) {
         assert.notStrictEqual(credential, token, what)
-        const reply = yield* send(em.url, { method: "GET", path: me, headers: { authorization: `Bearer ${credential}` } })
+        const reply = yield* send(em.url, {
+          method: "GET",
+          path: me,
+          headers: { authorization: `Bearer ${credential}` }
+        })
         assert.strictEqual(reply.status, 401, `${what}: ${reply.text}`)
         assert.strictEqual(detailOf(reply), "Could not validate credentials", what)
       }
