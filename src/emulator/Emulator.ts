@@ -11,6 +11,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createServer, type Server } from "node:http"
+import type { Duplex } from "node:stream"
 import * as App from "./app.js"
 import { catalogue } from "./catalogue.js"
 import type { Chaos, Stats } from "./chaos.js"
@@ -86,7 +87,31 @@ export interface ServeOptions extends Options {
  * @category layers
  */
 export const layer = (options: ServeOptions = {}): Layer.Layer<Emulator, HttpServerError.ServeError> =>
-  Layer.unwrapEffect(Effect.sync(() => serveWith(createServer(), options)))
+  Layer.unwrapEffect(Effect.sync(() => serveWith(withClientErrors(createServer()), options)))
+
+/**
+ * Requests Node rejects before the application sees them (a header block over 16 KiB, a malformed request
+ * line) get a status with a `detail` like every other client mistake, instead of Node's bare answer.
+ */
+const withClientErrors = (server: Server): Server =>
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // as Node's own handler: answer only on a connection that has not answered anything yet
+    if (
+      error.code === "ECONNRESET" || !socket.writable || (socket as Duplex & { bytesWritten: number }).bytesWritten > 0
+    ) {
+      socket.destroy()
+      return
+    }
+    const [status, reason] = error.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "Request Header Fields Too Large"] as const
+      : [400, "Bad Request"] as const
+    const body = JSON.stringify({ detail: `${reason}: the request could not be read as HTTP/1.1` })
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${
+        Buffer.byteLength(body)
+      }\r\nconnection: close\r\n\r\n${body}`
+    )
+  })
 
 const serveWith = (server: Server, options: ServeOptions): Layer.Layer<Emulator, HttpServerError.ServeError> => {
   const host = options.host ?? "127.0.0.1"

@@ -42,12 +42,13 @@ const routable = (path: string) => {
 }
 
 /**
- * Builds the application over one state.
+ * Every route of the emulator over one state: the inference routers at `/v2` (429 when over the limit) and the
+ * queue root (waits), the surface at `/v1`, the gateway at `/gateway`.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (state: EmulatorState): HttpApp.Default<never, never> => {
+export const router = (state: EmulatorState) => {
   const inference = (mode: "reject" | "wait") =>
     HttpRouter.concatAll(
       Models.router(state),
@@ -55,13 +56,22 @@ export const make = (state: EmulatorState): HttpApp.Default<never, never> => {
       Completions.router(state, mode),
       Embeddings.router(state, mode)
     )
-  const router = HttpRouter.empty.pipe(
+  return HttpRouter.empty.pipe(
     HttpRouter.mount("/v2", HttpRouter.concat(inference("reject"), Surface.v2(state))),
     HttpRouter.mount("/queue", HttpRouter.concat(inference("wait"), Surface.queue(state))),
     HttpRouter.mount("/v1", Surface.v1(state)),
     HttpRouter.mount("/gateway", GatewayRoutes.router(state.gateway))
   )
-  const app = router.pipe(
+}
+
+/**
+ * Builds the application over one state.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (state: EmulatorState): HttpApp.Default<never, never> => {
+  const app = router(state).pipe(
     Effect.catchTags({
       Reject: (reject) => Effect.succeed(reject.response),
       RouteNotFound: () =>

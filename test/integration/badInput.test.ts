@@ -4,27 +4,23 @@
  * multipart and bad query parameters, and answers the exact 4xx with a FastAPI `detail`, never a 500, never
  * a hang. Raw requests over loopback (`node:http`, so that paths go out byte for byte), not the typed client.
  */
-import * as HttpRouter from "@effect/platform/HttpRouter"
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
 import * as Layer from "effect/Layer"
 import { existsSync } from "node:fs"
+import { connect } from "node:net"
 import { resolve } from "node:path"
+import * as App from "../../src/emulator/app.js"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import * as GatewayRoutes from "../../src/emulator/gateway/routes.js"
 import { JsonBodyLimit } from "../../src/emulator/http.js"
-import * as Chat from "../../src/emulator/routes/chat.js"
-import * as Completions from "../../src/emulator/routes/completions.js"
-import * as Embeddings from "../../src/emulator/routes/embeddings.js"
-import * as Models from "../../src/emulator/routes/models.js"
-import * as Surface from "../../src/emulator/routes/surface.js"
 import { EmulatorState } from "../../src/emulator/state.js"
 import { abandon, detailOf, type RawReply, type RawRequest, send, stream } from "../helpers/rawHttp.js"
 
 // ---------------------------------------------------------------------------------------------------------
-// The route table, read from the routers the application mounts (mounted as in `src/emulator/app.ts`)
+// The route table, read from the router the application serves
 // ---------------------------------------------------------------------------------------------------------
 
 interface Route {
@@ -34,22 +30,10 @@ interface Route {
 
 const tableState = new EmulatorState()
 
-const routeTable: ReadonlyArray<Route> = (() => {
-  const inference = (mode: "reject" | "wait") =>
-    HttpRouter.concatAll(
-      Models.router(tableState),
-      Chat.router(tableState, mode),
-      Completions.router(tableState, mode),
-      Embeddings.router(tableState, mode)
-    )
-  const router = HttpRouter.empty.pipe(
-    HttpRouter.mount("/v2", HttpRouter.concat(inference("reject"), Surface.v2(tableState))),
-    HttpRouter.mount("/queue", HttpRouter.concat(inference("wait"), Surface.queue(tableState))),
-    HttpRouter.mount("/v1", Surface.v1(tableState)),
-    HttpRouter.mount("/gateway", GatewayRoutes.router(tableState.gateway))
-  )
-  return Chunk.toReadonlyArray(router.routes).map((route) => ({ method: route.method, path: route.path }))
-})()
+const routeTable: ReadonlyArray<Route> = Chunk.toReadonlyArray(App.router(tableState).routes).map((route) => ({
+  method: route.method,
+  path: route.path
+}))
 
 const gatewayDefs = GatewayRoutes.routes(tableState.gateway)
 
@@ -293,6 +277,26 @@ describe("bad input on every route", () => {
       )
       assert.isAbove(cases.length, routeTable.length)
       assert.deepStrictEqual(yield* runCases(em.url, [...cases, ...unknown]), [])
+    }).pipe(Effect.provide(emulator())))
+
+  it.effect("what Node rejects before the app (headers over 16 KiB, a malformed request line) still gets a detail", () =>
+    Effect.gen(function*() {
+      const em = yield* Emulator.Emulator
+      const long = yield* send(em.url, { method: "GET", path: `/v2/models?q=${"a".repeat(20_000)}` })
+      assert.strictEqual(long.status, 431)
+      assert.isString(detailOf(long))
+      const { port } = new URL(em.url)
+      const garbled = yield* Effect.async<string, Error>((resume) => {
+        const socket = connect(Number(port), "127.0.0.1", () => socket.end("GARBAGE \x01 HTTP/9\r\n\r\n"))
+        const chunks: Array<Buffer> = []
+        socket.setTimeout(5_000, () => socket.destroy(new Error("no answer within 5 s")))
+        socket.on("data", (chunk: Buffer) => chunks.push(chunk))
+        socket.on("close", () => resume(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
+        socket.on("error", (error) => resume(Effect.fail(error)))
+        return Effect.sync(() => socket.destroy())
+      })
+      assert.match(garbled, /^HTTP\/1\.1 400 /)
+      assert.include(garbled, "\"detail\"")
     }).pipe(Effect.provide(emulator())))
 
   it.effect("no credentials, an unknown key or a malformed token is 401", () =>
