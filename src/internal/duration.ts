@@ -57,7 +57,11 @@ export const parseResetMillis = (input: string): Option.Option<number> =>
 export const parseDurationInput = (input: string): Option.Option<Duration.Duration> => {
   const text = input.trim()
   const millis = parseResetMillis(text)
-  if (Option.isSome(millis)) return Option.some(Duration.millis(millis.value))
+  if (Option.isSome(millis)) {
+    return Number.isFinite(millis.value)
+      ? Option.some(Duration.millis(millis.value))
+      : Option.none()
+  }
   // the "<n> <unit>" form that Duration.decode reads, checked first because decode throws on anything else
   if (!/^\d+(?:\.\d+)?\s+(?:nanos?|micros?|millis?|seconds?|minutes?|hours?|days?|weeks?)$/.test(text)) {
     return Option.none()

@@ -26,6 +26,7 @@ import {
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import { DetailErrorBody, OpenAIErrorBody, type ValidationIssue } from "../schemas/Shared.js"
 import { parseGoDurationMillis } from "./duration.js"
+import { capped } from "./headers.js"
 
 /** The most of a body kept in an error (message or excerpt). */
 export const maxExcerpt = 512
@@ -124,14 +125,14 @@ export const retryAfterFromMessage = (message: string): Duration.Duration | unde
   const go = retryHintGo.exec(message)
   if (go !== null) {
     const ms = parseGoDurationMillis(go[1]!)
-    if (Option.isSome(ms)) return Duration.millis(ms.value)
+    if (Option.isSome(ms)) return capped(ms.value)
   }
   const match = retryHint.exec(message)
   if (match === null) return undefined
   const n = Number(match[1])
   const unit = (match[2] ?? "s").toLowerCase()
   const factor = unit.startsWith("ms") || unit.startsWith("milli") ? 1 : unit.startsWith("m") ? 60_000 : 1000
-  return Duration.millis(n * factor)
+  return capped(n * factor)
 }
 
 const quotaWords = /insufficient.quota|quota|budget|billing|credit balance|payment required/i

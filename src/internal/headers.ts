@@ -30,7 +30,8 @@ export const parseCount = (value: string | undefined): number | undefined => {
  */
 export const maxHeaderMillis = 24 * 60 * 60 * 1000
 
-const capped = (ms: number): Duration.Duration =>
+/** A wait in milliseconds as a `Duration`, at most `maxHeaderMillis`. */
+export const capped = (ms: number): Duration.Duration =>
   Duration.millis(Number.isFinite(ms) ? Math.min(ms, maxHeaderMillis) : maxHeaderMillis)
 
 const toDuration = (millis: Option.Option<number>): Duration.Duration | undefined =>

@@ -125,62 +125,79 @@ export const make: Effect.Effect<
     accept: string,
     read: (sent: Sent) => Effect.Effect<A, ApiError>
   ) =>
-    Effect.gen(function*() {
-      const body = jsonBody(request)
-      const cost = limiter === undefined || body === undefined ? undefined : limiter.cost(request.url, body)
-      const model = cost?.model
-      let routed = options
-      let permit: Permit | undefined
-      if (limiter !== undefined && cost !== undefined && model !== undefined) {
-        const ticket = { key: keyId, model, tokens: cost.tokens }
-        if (
-          limiter.queueRouting && (options.base ?? "v2") === "v2" && queueable.has(request.url) &&
-          (yield* limiter.wouldWait(ticket))
-        ) {
-          routed = { ...options, base: "queue" }
-        } else {
-          permit = yield* limiter.acquire(ticket)
+    // uninterruptible between the limiter's grant and the guard that settles it: an interruption lands only
+    // inside `restore`, where the permit is always accounted for
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const body = jsonBody(request)
+        const cost = limiter === undefined || body === undefined ? undefined : limiter.cost(request.url, body)
+        const model = cost?.model
+        let routed = options
+        let permit: Permit | undefined
+        if (limiter !== undefined && cost !== undefined && model !== undefined) {
+          const ticket = { key: keyId, model, tokens: cost.tokens }
+          if (
+            limiter.queueRouting && (options.base ?? "v2") === "v2" && queueable.has(request.url) &&
+            (yield* restore(limiter.wouldWait(ticket)))
+          ) {
+            // the caller's limits were meant for /v2: the queue waits for capacity, so it gets the queue's
+            routed = { ...options, base: "queue", timeout: undefined, firstByteTimeout: undefined }
+          } else {
+            permit = yield* restore(limiter.acquire(ticket))
+          }
         }
-      }
-      const prepared = prepare(request, routed, accept)
-      const endpoint = Transport.endpointOf(prepared)
-      const timeouts = timeoutsOf(routed)
-      const learn = (info: RateLimitInfo | undefined, status: number) =>
-        limiter === undefined || model === undefined || info === undefined
-          ? Effect.void
-          : limiter.learn(keyId, model, info, status)
-      let settled = false
-      const sentAt = yield* Clock.currentTimeMillis
-      const exchange = send(prepared, endpoint, timeouts.firstByte).pipe(
-        Effect.tapError((error) => {
-          settled = true
-          const status = "status" in error && typeof error.status === "number" ? error.status : 0
-          const settle = permit === undefined
+        const prepared = prepare(request, routed, accept)
+        const endpoint = Transport.endpointOf(prepared)
+        const timeouts = timeoutsOf(routed)
+        const learn = (info: RateLimitInfo | undefined, status: number) =>
+          limiter === undefined || model === undefined || info === undefined
             ? Effect.void
-            : error._tag === "TransportError" || error._tag === "RateLimited"
-            ? permit.cancel
-            : error._tag === "Timeout"
-            ? permit.answered
-            : Effect.zipRight(permit.answered, permit.refund)
-          return Effect.zipRight(settle, learn("rateLimit" in error ? error.rateLimit : undefined, status))
-        }),
-        Effect.tap(([, meta]) => {
-          settled = true
-          return Effect.zipRight(
-            permit === undefined ? Effect.void : permit.answered,
-            learn(meta.rateLimit, meta.status)
-          )
-        }),
-        Effect.flatMap(([response, meta]) => read({ response, meta, endpoint, permit, timeouts, sentAt })),
-        Transport.totalTimeout(timeouts.total, endpoint)
-      )
-      // interrupted or timed out before the answer: the server may have counted the request, so it stays
-      // counted from now (the limiter never gives back what the server may hold)
-      return yield* Effect.onExit(
-        exchange,
-        (exit) => settled || permit === undefined || Exit.isSuccess(exit) ? Effect.void : permit.answered
-      )
-    })
+            : limiter.learn(keyId, model, info, status)
+        let sending = false
+        let settled = false
+        const sentAt = yield* Clock.currentTimeMillis
+        const exchange = Effect.suspend(() => {
+          sending = true
+          return send(prepared, endpoint, timeouts.firstByte)
+        }).pipe(
+          Effect.tapError((error) => {
+            settled = true
+            const status = "status" in error && typeof error.status === "number" ? error.status : 0
+            // never reached the server (no connection, or a 429 it did not count): the slot comes back; no
+            // answer in time: it stays counted; any other answer: counted, its tokens come back
+            const settle = permit === undefined
+              ? Effect.void
+              : error._tag === "TransportError" || error._tag === "RateLimited" ||
+                  (error._tag === "Timeout" && error.timeout === "connect")
+              ? permit.cancel
+              : error._tag === "Timeout"
+              ? permit.answered
+              : Effect.zipRight(permit.answered, permit.refund)
+            return Effect.zipRight(settle, learn("rateLimit" in error ? error.rateLimit : undefined, status))
+          }),
+          Effect.tap(([, meta]) => {
+            settled = true
+            return Effect.zipRight(
+              permit === undefined ? Effect.void : permit.answered,
+              learn(meta.rateLimit, meta.status)
+            )
+          }),
+          Effect.flatMap(([response, meta]) => read({ response, meta, endpoint, permit, timeouts, sentAt })),
+          Transport.totalTimeout(timeouts.total, endpoint)
+        )
+        // interrupted or timed out before the answer: once sent, the server may have counted the request, so it
+        // stays counted from now (the limiter never gives back what the server may hold); not sent: it comes back
+        return yield* Effect.onExit(
+          restore(exchange),
+          (exit) =>
+            settled || permit === undefined || Exit.isSuccess(exit)
+              ? Effect.void
+              : sending
+              ? permit.answered
+              : permit.cancel
+        )
+      })
+    )
 
   const json = <A, I>(
     request: HttpClientRequest.HttpClientRequest,
@@ -221,19 +238,21 @@ export const make: Effect.Effect<
       attempt(request, options, "text/event-stream", (sent) => {
         // a 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show
         const type = sent.meta.headers["content-type"]
-        return type === undefined || type.includes("text/event-stream") ? Effect.succeed(sent) : Effect.flatMap(
-          Effect.orElseSucceed(Transport.readBounded(sent.response), () => ""),
-          (text) =>
-            Effect.fail(
-              new DecodeError({
-                message: `expected an event stream, got ${redact(type).slice(0, 100)}`,
-                endpoint: sent.endpoint,
-                status: sent.meta.status,
-                ...(sent.meta.requestId === undefined ? {} : { requestId: sent.meta.requestId }),
-                excerpt: excerpt(redact(text))
-              })
-            )
-        )
+        return type === undefined || type.toLowerCase().includes("text/event-stream") ?
+          Effect.succeed(sent) :
+          Effect.flatMap(
+            Effect.orElseSucceed(Transport.readBounded(sent.response), () => ""),
+            (text) =>
+              Effect.fail(
+                new DecodeError({
+                  message: `expected an event stream, got ${redact(type).slice(0, 100)}`,
+                  endpoint: sent.endpoint,
+                  status: sent.meta.status,
+                  ...(sent.meta.requestId === undefined ? {} : { requestId: sent.meta.requestId }),
+                  excerpt: excerpt(redact(text))
+                })
+              )
+          )
       }),
       options
     ).pipe(
@@ -296,45 +315,52 @@ export const make: Effect.Effect<
       let ended = false
       let failure: ApiError | undefined
       let usage: A | undefined
+      /** The payload of an error event, redacted (the server may echo the key), as JSON when it is JSON. */
+      const errorOf = (data: string): ApiError => {
+        let payload: unknown
+        try {
+          payload = JSON.parse(redact(data))
+        } catch {
+          payload = { error: { message: redact(data) } }
+        }
+        return fromStreamError(payload, context)
+      }
       /** One event to its value, or the error that ends the stream. */
       const decodeEvent = (event: ServerSentEvent): Either.Either<A, ApiError> => {
+        if (event.event === "error") return Either.left(errorOf(event.data))
         const data = decode.parse(event.data, meta)
         if (Either.isLeft(data)) return Either.left(data.left)
-        if (event.event === "error" || isErrorPayload(data.right)) {
-          // the server may echo the key in the message: map the redacted payload (or, should redaction have
-          // broken its JSON, the redacted text)
-          let payload: unknown
-          try {
-            payload = JSON.parse(redact(event.data))
-          } catch {
-            payload = { error: { message: redact(event.data) } }
-          }
-          return Either.left(fromStreamError(payload, context))
-        }
+        if (isErrorPayload(data.right)) return Either.left(errorOf(event.data))
         return decode.value(data.right, event.data, meta)
       }
-      // decoded a network chunk at a time, synchronously: no effect per event
+      // decoded a network chunk at a time, synchronously (no effect per event); the terminator or an error ends
+      // the stream within its chunk (a `stop` mark), without waiting for more bytes
       const body = events.pipe(
-        Stream.takeWhile(() => !ended && failure === undefined),
         Stream.mapChunks((chunk) => {
-          const values: Array<A> = []
+          const values: Array<A | typeof stop> = []
           for (const event of chunk) {
             const data = event.data.trim()
             if (data === "") continue
             if (terminator !== null && data === terminator) {
               ended = true
+              values.push(stop)
               break
             }
             const value = decodeEvent(event)
             if (Either.isLeft(value)) {
               failure = value.left
+              values.push(stop)
               break
             }
             if (usageTotal(value.right) !== undefined) usage = value.right
             values.push(value.right)
           }
           return Chunk.unsafeFromArray(values)
-        })
+        }),
+        Stream.takeWhile((value): value is A => value !== stop),
+        // however the stream ends (done, failed, interrupted, or its consumer stopped early), the usage it saw
+        // settles the reservation
+        Stream.ensuring(Effect.suspend(() => reconcile(permit, usage)))
       )
       return Stream.concat(
         body,
@@ -343,13 +369,16 @@ export const make: Effect.Effect<
             ? Stream.fail(failure)
             : terminator !== null && !ended
             ? Stream.fail(new TransportError({ message: `stream ended before ${terminator}`, endpoint }))
-            : Stream.drain(Stream.fromEffect(reconcile(permit, usage)))
+            : Stream.empty
         )
       )
     }))
 
   return { apiVersion: config.apiVersion, json, text, sse, jsonStream }
 })
+
+/** Marks the end of a stream's values within a chunk. */
+const stop: unique symbol = Symbol("effect-aifs/stream-stop")
 
 /** A response whose status line came back, handed to the reader of an attempt. */
 interface Sent {

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -87,10 +88,12 @@ export const make: Effect.Effect<Responses.Service, never, InferenceHttpClient> 
       { model: params.model, terminator: null }
     ).pipe(
       // the type is not logged: it is the server's text, which could echo anything
-      Stream.tap((event) =>
-        isKnown(event) ? Effect.void : Effect.logDebug("aifs: skipping a response stream event of an unknown type")
-      ),
-      Stream.filter(isKnown),
+      Stream.mapChunksEffect((events) => {
+        const known = Chunk.filter(events, isKnown)
+        return known.length === events.length
+          ? Effect.succeed(known)
+          : Effect.as(Effect.logDebug("aifs: skipping a response stream event of an unknown type"), known)
+      }),
       Stream.withSpan("Responses.createStream", { attributes: { "gen_ai.request.model": params.model } })
     )
   return {

@@ -7,10 +7,12 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
+import { createServer as createHttpServer } from "node:http"
 import { createServer, type Socket } from "node:net"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import * as Node from "../../src/layers/Node.js"
@@ -266,4 +268,77 @@ describe("interruption", () => {
         { fault: { kind: "latency", delay: "1 minute" } }
       ]
     }))))
+})
+
+describe("a stream ends at its terminator or its error, not at the connection's end", () => {
+  /** A server that sends `events` as SSE and then keeps the connection open until it stops. */
+  const holdingServer = (events: ReadonlyArray<string>) =>
+    Effect.acquireRelease(
+      Effect.async<ReturnType<typeof createHttpServer>>((resume) => {
+        const server = createHttpServer((request, response) => {
+          request.resume()
+          request.on("end", () => {
+            response.writeHead(200, { "content-type": "text/event-stream" })
+            response.write(events.map((data) => `data: ${data}\n\n`).join(""))
+            // no end: the socket stays open, as behind some proxies
+          })
+        })
+        server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+      }),
+      (server) =>
+        Effect.async<void>((resume) => {
+          server.closeAllConnections()
+          server.close(() => resume(Effect.void))
+        })
+    )
+
+  const chunk = (content: string) =>
+    JSON.stringify({
+      id: "c",
+      object: "chat.completion.chunk",
+      created: 1,
+      model,
+      choices: [{ index: 0, delta: { content } }]
+    })
+
+  const streamFrom = (events: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const server = yield* holdingServer(events)
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      return yield* Effect.flatMap(
+        Chat.Chat,
+        (chat) => Effect.either(Chat.collect(chat.createStream(ask(model, "hi"))))
+      ).pipe(
+        Effect.provide(Node.layer({
+          apiKey: "gen-test",
+          baseUrl: `http://127.0.0.1:${port}/v2`,
+          maxRetries: 0,
+          streamIdleTimeout: "1 minute",
+          rateLimiter: false
+        })),
+        // far below the idle limit: only a stream that ends at [DONE] or at the error event finishes in time
+        Effect.timeoutFail({
+          duration: "5 seconds",
+          onTimeout: () => new Error("the stream waited for the connection to end")
+        })
+      )
+    }).pipe(Effect.scoped)
+
+  it.live("[DONE] on a connection that stays open: the stream completes", () =>
+    Effect.gen(function*() {
+      const result = yield* streamFrom([chunk("Hello"), chunk(" world"), "[DONE]"])
+      assert.isTrue(Either.isRight(result))
+      if (Either.isRight(result)) assert.strictEqual(result.right.text, "Hello world")
+    }))
+
+  it.live("an error event on a connection that stays open: its typed error, at once", () =>
+    Effect.gen(function*() {
+      const result = yield* streamFrom([
+        chunk("Hello"),
+        JSON.stringify({ error: { message: "backend overloaded", code: 503 } })
+      ])
+      assert.isTrue(Either.isLeft(result))
+      if (Either.isLeft(result)) assert.strictEqual(result.left._tag, "ServerError")
+    }))
 })
