@@ -184,7 +184,10 @@ interface Bucket {
 
 /** A bucket closed by a 429 without a wait reopens after this long. */
 const defaultBlockMs = 1000
-/** Each unpredicted 429 widens the margin by this much, up to `maxMarginMs`. */
+/**
+ * Each unpredicted 429 widens the margin by this much, up to `maxMarginMs`; each whole window without one
+ * (after the first) narrows it by as much again, down to the configured margin.
+ */
 const marginStepMs = 250
 const maxMarginMs = 5000
 
@@ -232,8 +235,20 @@ export const make = (
       return bucket
     }
 
+    /** Narrows a widened margin by a step for each calm window since it was last widened (after the first). */
+    const settleMargin = (bucket: Bucket, now: number): void => {
+      if (bucket.marginMs <= baseMarginMs) return
+      const calmWindows = Math.floor((now - bucket.widenedAt) / windowMs) - 1
+      if (calmWindows <= 0) return
+      bucket.marginMs = Math.max(baseMarginMs, bucket.marginMs - calmWindows * marginStepMs)
+      bucket.widenedAt += calmWindows * windowMs
+    }
+
     const stateOf = (bucket: Bucket, now: number) =>
-      Effect.map(store.usage(bucket.id, now, windowMs + bucket.marginMs), (usage): BucketState => ({
+      Effect.suspend(() => {
+        settleMargin(bucket, now)
+        return store.usage(bucket.id, now, windowMs + bucket.marginMs)
+      }).pipe(Effect.map((usage): BucketState => ({
         key: bucket.key,
         model: bucket.model,
         limitRequests: bucket.requests,
@@ -245,7 +260,7 @@ export const make = (
         waiting: bucket.waiting,
         blockedMs: Math.max(0, bucket.blockedUntil - now),
         marginMs: bucket.marginMs
-      }))
+      })))
 
     const snapshot = Effect.flatMap(
       Clock.currentTimeMillis,
@@ -324,6 +339,7 @@ export const make = (
         while (true) {
           if (request.tokens > bucket.tokens) return yield* Effect.fail(tooLarge(bucket, request.tokens))
           const now = yield* Clock.currentTimeMillis
+          settleMargin(bucket, now)
           const reservation = bucket.blockedUntil > now
             ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
             : yield* store.reserve(bucket.id, now, request.tokens, limitsOf(bucket))
@@ -354,6 +370,7 @@ export const make = (
         const bucket = bucketOf(request.key, request.model)
         const now = yield* Clock.currentTimeMillis
         if (bucket.waiting > 0 || bucket.blockedUntil > now) return true
+        settleMargin(bucket, now)
         const usage = yield* store.usage(bucket.id, now, windowMs + bucket.marginMs)
         return usage.requests + 1 > bucket.requests || usage.tokens + request.tokens > bucket.tokens
       })
@@ -370,6 +387,7 @@ export const make = (
           bucket.tokens = info.limitTokens
           bucket.fromHeaders = true
         }
+        settleMargin(bucket, now)
         if (status === 429) {
           const wait = Option.match(info.serverWait, { onNone: () => defaultBlockMs, onSome: Duration.toMillis })
           bucket.blockedUntil = Math.max(bucket.blockedUntil, now + wait)

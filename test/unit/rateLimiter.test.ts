@@ -188,6 +188,41 @@ describe("RateLimiter", () => {
       yield* Fiber.join(fiber)
     }))
 
+  it.effect("a widened margin narrows a step per calm window after the first, back to the configured one", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({
+        limits: { m: { rpm: 100, tpm: 100_000 } },
+        margin: "100 millis",
+        window: "10 seconds"
+      })
+      const margin = Effect.map(limiter.snapshot, (states) => states[0]?.marginMs)
+      const unpredicted429 = Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) =>
+          limiter.learn("key#1", "m", new RateLimitInfo({ retryAfter: Duration.seconds(1), observedAt: now }), 429)
+      )
+      yield* unpredicted429
+      assert.strictEqual(yield* margin, 350)
+      // a second 429 in the same window is the same misjudgement; one a window later widens again
+      yield* unpredicted429
+      assert.strictEqual(yield* margin, 350)
+      yield* TestClock.adjust("10 seconds")
+      yield* unpredicted429
+      assert.strictEqual(yield* margin, 600)
+      // calm: the first window keeps it, each further one narrows it by a step
+      yield* TestClock.adjust("19999 millis")
+      assert.strictEqual(yield* margin, 600)
+      yield* TestClock.adjust("1 millis")
+      assert.strictEqual(yield* margin, 350)
+      yield* TestClock.adjust("10 seconds")
+      assert.strictEqual(yield* margin, 100)
+      yield* TestClock.adjust("60 seconds")
+      assert.strictEqual(yield* margin, 100, "never below the configured margin")
+      // a 429 after the calm widens from the configured margin again
+      yield* unpredicted429
+      assert.strictEqual(yield* margin, 350)
+    }))
+
   it.effect("estimates a chat body: prompt plus the output cap, or the default cap, or the learnt one", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ defaultMaxOutputTokens: 500 })
