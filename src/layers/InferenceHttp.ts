@@ -69,7 +69,11 @@ export const make: Effect.Effect<
     )
 
   /** One attempt up to the response headers; a non-2xx status becomes its typed error. */
-  const send = (request: HttpClientRequest.HttpClientRequest, endpoint: string, firstByte: Duration.Duration) =>
+  const send = (
+    request: HttpClientRequest.HttpClientRequest,
+    endpoint: string,
+    firstByte: Duration.Duration | undefined
+  ) =>
     Transport.send(client, request, endpoint, redact, {
       firstByte,
       connect: config.connectTimeout,
@@ -158,7 +162,12 @@ export const make: Effect.Effect<
         const sentAt = yield* Clock.currentTimeMillis
         const exchange = Effect.suspend(() => {
           sending = true
-          return send(prepared, endpoint, timeouts.firstByte)
+          // a first-byte limit no shorter than the total one could never fire first: one timer is enough
+          return send(
+            prepared,
+            endpoint,
+            Duration.lessThan(timeouts.firstByte, timeouts.total) ? timeouts.firstByte : undefined
+          )
         }).pipe(
           Effect.tapError((error) => {
             settled = true
