@@ -8,9 +8,9 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
+import { multipart } from "../internal/multipart.js"
 import { paginate } from "../internal/pagination.js"
 import { annotateRequest } from "../internal/spans.js"
-import { multipart } from "../internal/uploadBody.js"
 import type { ApiError } from "../schemas/Errors.js"
 import {
   FileDeleted,

@@ -96,8 +96,8 @@ describe("gateway services (scripted transport)", () => {
       assert.match(post.headers["content-type"] ?? "", /^multipart\/form-data; boundary=/)
       const body = String(post.body)
       assert.strictEqual(body.split("name=\"files\"").length - 1, 2)
-      assert.include(body, "filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nalpha\r\n")
-      assert.include(body, "filename=\"b.md\"\r\nContent-Type: text/markdown\r\n\r\nbeta\r\n")
+      assert.include(body, "filename=\"a.txt\"\r\ncontent-type: text/plain\r\n\r\nalpha\r\n")
+      assert.include(body, "filename=\"b.md\"\r\ncontent-type: text/markdown\r\n\r\nbeta\r\n")
       const get = seen.find((r) => r.method === "GET")!
       assert.strictEqual(get.url.search, "?kb=local&fileIds=f1&fileIds=f2")
     }))

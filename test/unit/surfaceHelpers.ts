@@ -22,11 +22,12 @@ export const capturing = (handler: Testing.Handler, config: Partial<ClientConfig
   return { layer, requests }
 }
 
-/** The text of a streamed (multipart) body. */
+/** The text of a (multipart) body: bytes in memory, or a stream. */
 export const streamedText = (request: HttpClientRequest.HttpClientRequest | undefined) =>
   Effect.gen(function*() {
+    if (request?.body._tag === "Uint8Array") return new TextDecoder().decode(request.body.body)
     if (request?.body._tag !== "Stream") {
-      return yield* Effect.dieMessage(`expected a stream body, got ${request?.body._tag}`)
+      return yield* Effect.dieMessage(`expected a body of bytes or a stream, got ${request?.body._tag}`)
     }
     const chunks = yield* Stream.runCollect(request.body.stream).pipe(Effect.orDie)
     return new TextDecoder().decode(Buffer.concat([...chunks]))
@@ -45,7 +46,9 @@ export interface ParsedForm {
 export const formOf = (request: HttpClientRequest.HttpClientRequest | undefined) =>
   Effect.gen(function*() {
     const text = yield* streamedText(request)
-    const contentType = request?.body._tag === "Stream" ? request.body.contentType : ""
+    const contentType = request?.body._tag === "Stream" || request?.body._tag === "Uint8Array"
+      ? request.body.contentType
+      : ""
     const boundary = /boundary=(.+)$/.exec(contentType)?.[1]
     if (boundary === undefined) return yield* Effect.dieMessage(`not multipart: ${contentType}`)
     const form: ParsedForm = { contentType, fields: {}, files: {}, names: [] }

@@ -10,7 +10,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { encodeMultipart } from "../../internal/multipartBody.js"
+import * as Multipart from "../../internal/multipart.js"
 import { pollUntil } from "../../internal/poll.js"
 import { type ApiError, Timeout } from "../../schemas/Errors.js"
 import { type GatewayFile, GatewayFileList } from "../../schemas/Gateway.js"
@@ -121,14 +121,17 @@ export const make: Effect.Effect<FileManager.Service, never, Gateway> = Effect.g
   const upload = Effect.fn("FileManager.upload")(
     function*(items: ReadonlyArray<UploadFile>, options?: { readonly kb?: string | undefined }) {
       yield* Effect.annotateCurrentSpan("gateway.files", items.length)
-      const { body, contentType } = encodeMultipart(items.map((item) => ({
-        name: "files",
-        filename: item.name,
-        content: item.content,
-        contentType: item.contentType ?? mediaTypeOf(item.name)
-      })))
+      const { body } = yield* Multipart.encode(
+        Multipart.inMemory(items.map((item) => ({
+          name: "files",
+          filename: item.name,
+          content: item.content,
+          contentType: item.contentType ?? mediaTypeOf(item.name)
+        }))),
+        `POST ${files}`
+      )
       const request = withQuery(HttpClientRequest.post(files), { kb: options?.kb ?? "local" }).pipe(
-        HttpClientRequest.bodyUint8Array(body, contentType)
+        HttpClientRequest.setBody(body)
       )
       // a re-sent upload is answered `duplicated`, which counts as done
       return (yield* gateway.send(request, GatewayFileList)).value

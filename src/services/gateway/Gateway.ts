@@ -11,7 +11,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
-import { encodeMultipart, type MultipartPart } from "../../internal/multipartBody.js"
+import * as Multipart from "../../internal/multipart.js"
 import type { ApiError } from "../../schemas/Errors.js"
 import { Auth } from "./Auth.js"
 import { GatewayHttpClient, type RequestOptions, type WithResponse } from "./GatewayHttpClient.js"
@@ -22,7 +22,7 @@ import { GatewayHttpClient, type RequestOptions, type WithResponse } from "./Gat
  * @since 0.1.0
  * @category models
  */
-export type { MultipartPart } from "../../internal/multipartBody.js"
+export type MultipartPart = Multipart.MultipartPart
 
 /**
  * The service paths of the gateway (any other string is accepted).
@@ -143,13 +143,13 @@ export const make: Effect.Effect<Gateway.Service, never, Auth | GatewayHttpClien
     params: RequestParams<A, I>
   ): Effect.Effect<A, ApiError> => {
     const base = withQuery(HttpClientRequest.make(method)(joinPath(service, route)), params.query)
-    const encoded = params.multipart === undefined ? undefined : encodeMultipart(params.multipart)
-    const withBody = encoded !== undefined
-      ? HttpClientRequest.bodyUint8Array(base, encoded.body, encoded.contentType)
-      : params.body !== undefined
-      ? HttpClientRequest.bodyUnsafeJson(base, params.body)
-      : base
-    return send(withBody, params.response, { retry: params.retry }).pipe(
+    const withBody = params.multipart !== undefined
+      ? Effect.map(
+        Multipart.encode(Multipart.inMemory(params.multipart), `${method} ${base.url}`),
+        ({ body }) => HttpClientRequest.setBody(base, body)
+      )
+      : Effect.succeed(params.body !== undefined ? HttpClientRequest.bodyUnsafeJson(base, params.body) : base)
+    return Effect.flatMap(withBody, (request) => send(request, params.response, { retry: params.retry })).pipe(
       Effect.map((r) => r.value),
       Effect.withSpan("Gateway.request", { attributes: { "gateway.service": service, "http.method": method } })
     )
