@@ -68,13 +68,26 @@ export interface SendOptions {
  * True when `cause` (or an error it wraps) is undici's connect timeout (the `connect.timeout` of its
  * dispatcher, which covers the TCP and TLS handshakes).
  */
-const isConnectTimeout = (cause: unknown): boolean => {
+const hasCode = (cause: unknown, codes: ReadonlySet<string>): boolean => {
   for (let current = cause, depth = 0; current instanceof Error && depth < 4; depth++) {
-    if ((current as { code?: unknown }).code === "UND_ERR_CONNECT_TIMEOUT") return true
+    const code = (current as { code?: unknown }).code
+    if (typeof code === "string" && codes.has(code)) return true
     current = current.cause
   }
   return false
 }
+
+const isConnectTimeout = (cause: unknown): boolean => hasCode(cause, new Set(["UND_ERR_CONNECT_TIMEOUT"]))
+
+/** Failures before a connection existed: the request cannot have reached the server. */
+const notConnected = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL"
+])
 
 /**
  * One attempt up to the response headers. A non-2xx status becomes its typed error (body read bounded and
@@ -98,7 +111,11 @@ export const send = (
           timeout: "connect",
           after: options.connect ?? Duration.zero
         })
-        : new TransportError({ message: redact(fromHttpClientError(error, endpoint).message), endpoint })
+        : new TransportError({
+          message: redact(fromHttpClientError(error, endpoint).message),
+          endpoint,
+          ...(error._tag === "RequestError" && hasCode(error.cause, notConnected) ? { connected: false } : {})
+        })
     )
   )
   const firstByte = options.firstByte

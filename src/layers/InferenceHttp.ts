@@ -173,13 +173,14 @@ export const make: Effect.Effect<
             settled = true
             const status = "status" in error && typeof error.status === "number" ? error.status : 0
             // never reached the server (no connection, or a 429 it did not count): the slot comes back; no
-            // answer in time: it stays counted; any other answer: counted, its tokens come back
+            // answer (a dropped connection, no answer in time): it stays counted, the server may hold it; any
+            // other answer: counted, its tokens come back
             const settle = permit === undefined
               ? Effect.void
-              : error._tag === "TransportError" || error._tag === "RateLimited" ||
+              : (error._tag === "TransportError" && error.connected === false) || error._tag === "RateLimited" ||
                   (error._tag === "Timeout" && error.timeout === "connect")
               ? permit.cancel
-              : error._tag === "Timeout"
+              : error._tag === "TransportError" || error._tag === "Timeout"
               ? permit.answered
               : Effect.zipRight(permit.answered, permit.refund)
             return Effect.zipRight(settle, learn("rateLimit" in error ? error.rateLimit : undefined, status))

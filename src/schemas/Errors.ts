@@ -191,7 +191,9 @@ export class TransportError extends Schema.TaggedError<TransportError>()("Transp
   /** What failed, without secrets. */
   message: Schema.String,
   /** The request, as `METHOD /path`. */
-  endpoint: Schema.optional(Schema.String)
+  endpoint: Schema.optional(Schema.String),
+  /** False when no connection was made (refused, unresolvable, unreachable): the server never saw the request. */
+  connected: Schema.optional(Schema.Boolean)
 }) {
   /** Retried with exponential back-off. */
   get isRetryable(): boolean {

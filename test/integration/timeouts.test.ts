@@ -349,3 +349,45 @@ describe("a stream ends at its terminator or its error, not at the connection's 
       if (Either.isLeft(result)) assert.strictEqual(result.left._tag, "ServerError")
     }))
 })
+
+describe("what a failed attempt leaves in the limiter", () => {
+  const used = Effect.flatMap(
+    RateLimiter,
+    (limiter) => Effect.map(limiter.snapshot, (states) => states.find((s) => s.model === model)?.usedRequests ?? 0)
+  )
+
+  it.effect("a connection dropped after sending stays counted (the server may hold the request)", () =>
+    Effect.gen(function*() {
+      const chat = yield* Chat.Chat
+      const error = yield* Effect.flip(chat.create(ask(model, "dropped")))
+      assert.strictEqual(error._tag, "TransportError")
+      if (error._tag === "TransportError") assert.notStrictEqual(error.connected, false)
+      assert.strictEqual(yield* used, 1)
+    }).pipe(Effect.provide(basic({
+      client: { maxRetries: 0 },
+      rateLimiter: {},
+      chaos: [{ fault: { kind: "resetBeforeBody" }, times: 1 }]
+    }))))
+
+  it.live("a refused connection gives the slot back (the server never saw the request)", () =>
+    Effect.gen(function*() {
+      // a port that was free a moment ago: nothing listens there
+      const port = yield* Effect.async<number>((resume) => {
+        const probe = createServer()
+        probe.listen(0, "127.0.0.1", () => {
+          const address = probe.address()
+          probe.close(() => resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0)))
+        })
+      })
+      const error = yield* Effect.gen(function*() {
+        const chat = yield* Chat.Chat
+        const failure = yield* Effect.flip(chat.create(ask(model, "refused")))
+        assert.strictEqual(yield* used, 0)
+        return failure
+      }).pipe(
+        Effect.provide(Node.layer({ apiKey: "gen-test", baseUrl: `http://127.0.0.1:${port}/v2`, maxRetries: 0 }))
+      )
+      assert.strictEqual(error._tag, "TransportError")
+      if (error._tag === "TransportError") assert.strictEqual(error.connected, false)
+    }))
+})
