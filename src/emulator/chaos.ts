@@ -17,6 +17,7 @@ import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http"
+import { seeded } from "./text.js"
 
 /**
  * One kind of failure the emulator can inject.
@@ -89,18 +90,6 @@ export interface Stats {
   readonly connections: number
   /** Injected faults by kind. */
   readonly faults: Readonly<Record<string, number>>
-}
-
-/** A small seeded generator (mulberry32): the same seed gives the same faults. */
-const seeded = (seed: number): () => number => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 interface ActiveRule {

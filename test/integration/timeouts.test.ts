@@ -22,7 +22,7 @@ import { ChatCompletion } from "../../src/schemas/Chat.js"
 import type { ApiError, Timeout } from "../../src/schemas/Errors.js"
 import * as Batch from "../../src/services/Batch.js"
 import * as Chat from "../../src/services/Chat.js"
-import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
+import { InferenceHttpClient, type RequestOptions } from "../../src/services/InferenceHttpClient.js"
 import * as Models from "../../src/services/Models.js"
 import { ask, queuedChat, sleepsBetween, waitUntil } from "../helpers/emulator.js"
 
@@ -48,19 +48,24 @@ const expectTimeout = (error: ApiError, which: Timeout["timeout"], after: Durati
 
 const stats = Effect.flatMap(Emulator.Emulator, (emulator) => emulator.stats)
 
+/** A chat request on the queue root that the emulator holds for capacity (the window is full), with `options`. */
+const heldOnQueue = (options: RequestOptions) =>
+  Effect.gen(function*() {
+    yield* fill
+    const http = yield* InferenceHttpClient
+    const request = HttpClientRequest.post("/chat/completions").pipe(
+      HttpClientRequest.bodyUnsafeJson(ask(model, "held"))
+    )
+    const fiber = yield* Effect.fork(Effect.flip(http.json(request, ChatCompletion, { base: "queue", ...options })))
+    yield* waitUntil("the queue holds the request", Effect.map(sleepsBetween(9_000, 10_000), (n) => n === 1))
+    return fiber
+  })
+
 describe("time limits", () => {
   it.effect("first byte: a request the server holds ends in Timeout(firstByte), and the server sees it go", () =>
     Effect.gen(function*() {
-      yield* fill
-      const http = yield* InferenceHttpClient
-      const request = HttpClientRequest.post("/chat/completions").pipe(
-        HttpClientRequest.bodyUnsafeJson(ask(model, "held"))
-      )
       // the total limit stays the queue's 30 minutes; the status line must come within 3 s
-      const fiber = yield* Effect.fork(
-        Effect.flip(http.json(request, ChatCompletion, { base: "queue", firstByteTimeout: "3 seconds" }))
-      )
-      yield* waitUntil("the queue holds the request", Effect.map(sleepsBetween(9_000, 10_000), (n) => n === 1))
+      const fiber = yield* heldOnQueue({ firstByteTimeout: "3 seconds" })
       yield* TestClock.adjust("3 seconds")
       expectTimeout(yield* Fiber.join(fiber), "firstByte", "3 seconds")
       yield* waitUntil("the emulator sees the abort", Effect.map(stats, (s) => s.aborted === 1 && s.inFlight === 0))
@@ -79,16 +84,8 @@ describe("time limits", () => {
 
   it.effect("total: a limit shorter than the wait for the first byte fires as Timeout(total)", () =>
     Effect.gen(function*() {
-      yield* fill
-      const http = yield* InferenceHttpClient
-      const request = HttpClientRequest.post("/chat/completions").pipe(
-        HttpClientRequest.bodyUnsafeJson(ask(model, "held"))
-      )
       // on the queue the first-byte limit is the queue's 30 minutes; this request allows 2 s in all
-      const fiber = yield* Effect.fork(
-        Effect.flip(http.json(request, ChatCompletion, { base: "queue", timeout: "2 seconds" }))
-      )
-      yield* waitUntil("the queue holds the request", Effect.map(sleepsBetween(9_000, 10_000), (n) => n === 1))
+      const fiber = yield* heldOnQueue({ timeout: "2 seconds" })
       yield* TestClock.adjust("2 seconds")
       expectTimeout(yield* Fiber.join(fiber), "total", "2 seconds")
     }).pipe(Effect.provide(basic({ client: { maxRetries: 0 } }))))
