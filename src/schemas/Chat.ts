@@ -4,6 +4,8 @@
  *
  * @since 0.1.0
  */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Nullish, OpenEnum, Usage } from "./Shared.js"
 
@@ -461,3 +463,61 @@ export class ChatCompletionChunk extends Schema.Class<ChatCompletionChunk>("Chat
     return this.choices[0]?.delta.content ?? ""
   }
 }
+
+const decodeUsage = Schema.decodeUnknownEither(Usage)
+
+/** A chunk's choice with the defaults of its schema filled in (`undefined` and a missing key alike). */
+const choiceWithDefaults = (
+  { delta, ...choice }: typeof ChatCompletionChunkChoice.Encoded
+): typeof ChatCompletionChunkChoice.Type =>
+  ChatCompletionChunkChoice.make(
+    {
+      ...choice,
+      ...(delta === undefined ? {} : {
+        delta: delta.tool_calls === undefined || delta.tool_calls === null ? delta : {
+          ...delta,
+          tool_calls: delta.tool_calls.map((call) =>
+            ToolCallDelta.make(call as Parameters<typeof ToolCallDelta.make>[0], true)
+          )
+        }
+      })
+    } as Parameters<typeof ChatCompletionChunkChoice.make>[0],
+    true
+  )
+
+/**
+ * Decodes exactly like `ChatCompletionChunk`, several times faster: the wire shape (its encoded side, with no
+ * per-field default transformations, each of which checks both of its sides) is checked once, and the
+ * constructors fill in the defaults. Streams decode one chunk per token, so they use this one.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ChatCompletionChunkFromWire: Schema.Schema<ChatCompletionChunk, typeof ChatCompletionChunk.Encoded> =
+  Schema.transformOrFail(Schema.encodedSchema(ChatCompletionChunk), Schema.typeSchema(ChatCompletionChunk), {
+    strict: true,
+    decode: (wire, _, ast) => {
+      // the usage chunk comes once per stream: its class decodes as usual
+      const usage = wire.usage === undefined || wire.usage === null ? Either.right(wire.usage) : decodeUsage(wire.usage)
+      if (Either.isLeft(usage)) return ParseResult.fail(new ParseResult.Type(ast, wire, "invalid usage"))
+      const { choices, ...rest } = wire
+      return ParseResult.succeed(
+        new ChatCompletionChunk(
+          {
+            ...rest,
+            ...(wire.usage === undefined ? {} : { usage: usage.right }),
+            ...(choices === undefined ? {} : {
+              choices: choices.map((choice) =>
+                // the common chunk (index and a delta without tool calls) has no default to fill
+                choice.index !== undefined && choice.delta !== undefined && choice.delta.tool_calls == null
+                  ? choice as typeof ChatCompletionChunkChoice.Type
+                  : choiceWithDefaults(choice)
+              )
+            })
+          } as ConstructorParameters<typeof ChatCompletionChunk>[0],
+          true
+        )
+      )
+    },
+    encode: (chunk) => ParseResult.encode(ChatCompletionChunk)(chunk)
+  })

@@ -12,7 +12,8 @@ import * as Stream from "effect/Stream"
 import { annotateRequest, annotateResponse } from "../internal/spans.js"
 import {
   ChatCompletion,
-  ChatCompletionChunk,
+  type ChatCompletionChunk,
+  ChatCompletionChunkFromWire,
   type ChatCompletionMessage,
   type CreateChatCompletionParams,
   type ToolCall
@@ -77,7 +78,8 @@ export const make: Effect.Effect<Chat.Service, never, InferenceHttpClient> = Eff
         stream: true,
         stream_options: { include_usage: true, ...params.stream_options }
       })),
-      ChatCompletionChunk,
+      // decodes as ChatCompletionChunk, faster: one chunk per token
+      ChatCompletionChunkFromWire,
       { model: params.model }
     ).pipe(Stream.withSpan("Chat.createStream", { attributes: { "gen_ai.request.model": params.model } }))
   return {
