@@ -77,7 +77,8 @@ export const parseRateLimitInfo = (headers: HeaderSource, now: number): RateLimi
     retryAfter: parseRetryAfter(get(headers, "retry-after-ms"), get(headers, "retry-after"), now)
   }
   const present = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined))
-  return new RateLimitInfo({ ...present, observedAt: now })
+  // every value was parsed above: no need to validate them again
+  return new RateLimitInfo({ ...present, observedAt: now }, true)
 }
 
 const requestIdHeaders = ["x-request-id", "request-id", "x-correlation-id", "apim-request-id"]

@@ -172,8 +172,7 @@ const schemaName = (schema: Schema.Schema.Any): string => {
  * stream decodes one per chunk.
  */
 export const decoder = <A, I>(schema: Schema.Schema<A, I>, endpoint: string, redact: (text: string) => string) => {
-  const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })
-  const name = schemaName(schema)
+  const { decode, name } = compiledOf(schema)
   const failure = (message: string, text: string, info: ResponseInfo) =>
     new DecodeError({
       message: excerpt(redact(message), 1024),
@@ -206,6 +205,24 @@ export const decoder = <A, I>(schema: Schema.Schema<A, I>, endpoint: string, red
     value,
     text: (text: string, info: ResponseInfo): Either.Either<A, DecodeError> =>
       Either.flatMap(parse(text, info), (json) => value(json, text, info))
+  }
+}
+
+/** The compiled decoding function and the name of a schema, made once per schema. */
+const compiled = new WeakMap<
+  object,
+  { readonly decode: (u: unknown) => Either.Either<unknown, ParseResult.ParseError>; readonly name: string }
+>()
+
+const compiledOf = <A, I>(schema: Schema.Schema<A, I>) => {
+  let entry = compiled.get(schema)
+  if (entry === undefined) {
+    entry = { decode: Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" }), name: schemaName(schema) }
+    compiled.set(schema, entry)
+  }
+  return entry as {
+    readonly decode: (u: unknown) => Either.Either<A, ParseResult.ParseError>
+    readonly name: string
   }
 }
 

@@ -58,6 +58,16 @@ export const make: Effect.Effect<
     Option.filter(yield* Effect.serviceOption(RateLimiter), (limiter) => limiter.enabled)
   )
   const redact = makeRedactor([config.apiKey])
+  // one tagged counter per status, made once (tagging builds a new metric key each time)
+  const byStatus = new Map<number, Metric.Metric.Counter<number>>()
+  const requestsWithStatus = (status: number) => {
+    let counter = byStatus.get(status)
+    if (counter === undefined) {
+      counter = Metric.tagged(Metrics.requests, "status", String(status))
+      byStatus.set(status, counter)
+    }
+    return counter
+  }
   const keyId = fingerprint(config.apiKey)
   const bases = { v2: config.baseUrl, v1: config.v1Url, queue: config.queueUrl } as const
 
@@ -79,7 +89,7 @@ export const make: Effect.Effect<
       connect: config.connectTimeout,
       observe: (status) =>
         Effect.zipRight(
-          Metric.increment(Metric.tagged(Metrics.requests, "status", String(status))),
+          Metric.increment(requestsWithStatus(status)),
           status === 429 ? Metric.increment(Metrics.rateLimited) : Effect.void
         )
     }).pipe(Effect.map(([response, info]) => [response, new ResponseMetadata(info)] as const))
@@ -133,7 +143,8 @@ export const make: Effect.Effect<
     // inside `restore`, where the permit is always accounted for
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        const body = jsonBody(request)
+        // the body is parsed only to estimate its cost for the limiter
+        const body = limiter === undefined ? undefined : jsonBody(request)
         const cost = limiter === undefined || body === undefined ? undefined : limiter.cost(request.url, body)
         const model = cost?.model
         let routed = options

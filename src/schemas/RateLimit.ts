@@ -39,7 +39,7 @@ export class RateLimitInfo extends Schema.Class<RateLimitInfo>("RateLimitInfo")(
    * @since 0.1.0
    */
   static empty(observedAt: number): RateLimitInfo {
-    return new RateLimitInfo({ observedAt })
+    return new RateLimitInfo({ observedAt }, true)
   }
 
   /**
