@@ -10,7 +10,7 @@ import * as Chat from "../src/services/Chat.js"
 import { drain, fixed, listen, percentile, type Report, thousands, within } from "./common.js"
 
 const chunkCount = Number(process.env.BENCH_STREAMING_CHUNKS ?? 20_000)
-const repetitions = 3
+const repetitions = 7
 const stepLimitMs = 60_000
 const model = "Llama-3.3-70B-Instruct"
 const apiKey = "gen-benchbenchbenchbenchbenchbenchbenchbenchbenchbe"
@@ -75,10 +75,12 @@ export const run = async (): Promise<Report> => {
       counts["effect-aifs"] = n
       return (n * 1000) / (performance.now() - started)
     })
-    // alternate the clients, one warm-up each, so that neither gets a warmer process
+    // alternate the clients, two warm-ups each, so that neither gets a warmer process
     const ours = Effect.gen(function*() {
-      yield* oursOnce
-      yield* Effect.promise(openaiOnce)
+      for (let i = 0; i < 2; i++) {
+        yield* oursOnce
+        yield* Effect.promise(openaiOnce)
+      }
       for (let i = 0; i < repetitions; i++) {
         rates["effect-aifs"]!.push(yield* oursOnce)
         rates.openai!.push(yield* Effect.promise(openaiOnce))
@@ -114,7 +116,7 @@ export const run = async (): Promise<Report> => {
     how: `A node:http server on 127.0.0.1 answers every request with the same pre-built ` +
       `${(bytes.length / 1e6).toFixed(1)} MB SSE body of ${thousands(chunkCount)} \`chat.completion.chunk\` events ` +
       `(role, content pieces, finish, usage) and \`[DONE]\`, written at once. Each client streams it ` +
-      `${repetitions} times after one warm-up, alternating; chunks/s = chunks decoded / time from request to the ` +
+      `${repetitions} times after two warm-ups each, alternating; chunks/s = chunks decoded / time from request to the ` +
       `end of the stream. effect-aifs: \`Chat.createStream\` (schema-decoded \`ChatCompletionChunk\`s) counted ` +
       `with \`Stream.runCount\`; openai: \`for await\` over \`chat.completions.create({ stream: true })\`.`
   }
