@@ -8,6 +8,7 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
+    setupFiles: ["test/helpers/fastCheckSeed.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000
   }
