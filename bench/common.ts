@@ -25,6 +25,18 @@ export interface Report {
   readonly notes?: ReadonlyArray<string> | undefined
 }
 
+/** Whether the process runs with `--expose-gc` (as `npm run bench` does), so that `collect` collects. */
+export const canCollect = (): boolean => (globalThis as { gc?: () => void }).gc !== undefined
+
+/** A full garbage collection (twice: finalisers free more), when the process allows it. */
+export const collect = (): void => {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc !== undefined) {
+    gc()
+    gc()
+  }
+}
+
 /** The `p`th percentile (0..100) of samples, nearest rank. */
 export const percentile = (samples: ReadonlyArray<number>, p: number): number => {
   if (samples.length === 0) return Number.NaN

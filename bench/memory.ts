@@ -10,18 +10,13 @@ import * as Emulator from "../src/emulator/Emulator.js"
 import * as Node from "../src/layers/Node.js"
 import { RateLimiter } from "../src/layers/RateLimiter.js"
 import * as Chat from "../src/services/Chat.js"
-import { fixed, type Report, thousands } from "./common.js"
+import { canCollect, collect, fixed, type Report, thousands } from "./common.js"
 
 const queued = Number(process.env.BENCH_MEMORY_REQUESTS ?? 10_000)
 const window = Duration.hours(1)
 const model = "Llama-3.3-70B-Instruct"
 const settleLimitMs = 60_000
 const mb = (bytes: number) => bytes / (1024 * 1024)
-
-const collect = () => {
-  const gc = (globalThis as { gc?: () => void }).gc
-  if (gc !== undefined) gc()
-}
 
 export const run = async (): Promise<Report> => {
   let peak = 0
@@ -88,7 +83,7 @@ export const run = async (): Promise<Report> => {
       )
     )
     const { after, baseline, interruptMs, left, peakQueued, queuedMs, waiting } = result
-    const gcNote = (globalThis as { gc?: () => void }).gc === undefined ? " (no --expose-gc: no forced collection)" : ""
+    const gcNote = !canCollect() ? " (no --expose-gc: no forced collection)" : ""
     return {
       name: "memory",
       title: "Memory with requests queued in the limiter",

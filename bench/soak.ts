@@ -14,7 +14,7 @@ import * as Emulator from "../src/emulator/Emulator.js"
 import * as Metrics from "../src/layers/ClientMetrics.js"
 import * as Testing from "../src/layers/Testing.js"
 import * as Chat from "../src/services/Chat.js"
-import { fixed, type Report, thousands } from "./common.js"
+import { canCollect, collect, fixed, type Report, thousands } from "./common.js"
 
 const total = Number(process.env.BENCH_SOAK_REQUESTS ?? 5_000)
 const concurrency = 200
@@ -43,14 +43,6 @@ const chaos: EmulatorChaos.Chaos = faults.map((fault) => ({
   route: "/v2/chat/completions",
   rate: perRule
 }))
-
-const collect = () => {
-  const gc = (globalThis as { gc?: () => void }).gc
-  if (gc !== undefined) {
-    gc()
-    gc()
-  }
-}
 
 const counter = (metric: Metric.Metric.Counter<number>) => Effect.map(Metric.value(metric), (s) => s.count)
 
@@ -168,7 +160,7 @@ export const run = async (): Promise<Report> => {
     const injectedTotal = injected.reduce((a, [, n]) => a + Number(n), 0)
     const heapGrowth = mb(after.heapUsed - baseline.heapUsed)
     const accounted = ok + typedTotal + defects === total && missing === 0 && ended === total
-    const gcNote = (globalThis as { gc?: () => void }).gc === undefined ? " (no --expose-gc)" : ""
+    const gcNote = !canCollect() ? " (no --expose-gc)" : ""
     return {
       name: "soak",
       title: "Soak under faults",

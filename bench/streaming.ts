@@ -15,16 +15,14 @@ const stepLimitMs = 60_000
 const model = "Llama-3.3-70B-Instruct"
 const apiKey = "gen-benchbenchbenchbenchbenchbenchbenchbenchbenchbe"
 
-const chunk = (delta: Record<string, unknown>, finish: string | null) =>
+/** One SSE event of a chunk with these `choices` (and `usage`, on the last). */
+const frame = (fields: Record<string, unknown>) =>
   `data: ${
-    JSON.stringify({
-      id: "chatcmpl-bench",
-      object: "chat.completion.chunk",
-      created: 1_700_000_000,
-      model,
-      choices: [{ index: 0, delta, finish_reason: finish }]
-    })
+    JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1_700_000_000, model, ...fields })
   }\n\n`
+
+const chunk = (delta: Record<string, unknown>, finish: string | null) =>
+  frame({ choices: [{ index: 0, delta, finish_reason: finish }] })
 
 /** `chunkCount` chunks in all: a role chunk, content chunks, a finish chunk, a usage chunk, then `[DONE]`. */
 const bytes = Buffer.from(
@@ -32,16 +30,10 @@ const bytes = Buffer.from(
     chunk({ role: "assistant", content: "" }, null),
     ...Array.from({ length: chunkCount - 3 }, (_, i) => chunk({ content: `token${i % 100} ` }, null)),
     chunk({}, "stop"),
-    `data: ${
-      JSON.stringify({
-        id: "chatcmpl-bench",
-        object: "chat.completion.chunk",
-        created: 1_700_000_000,
-        model,
-        choices: [],
-        usage: { prompt_tokens: 9, completion_tokens: chunkCount - 3, total_tokens: chunkCount + 6 }
-      })
-    }\n\n`,
+    frame({
+      choices: [],
+      usage: { prompt_tokens: 9, completion_tokens: chunkCount - 3, total_tokens: chunkCount + 6 }
+    }),
     "data: [DONE]\n\n"
   ].join("")
 )

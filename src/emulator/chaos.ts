@@ -242,16 +242,6 @@ const head = (status: number, headers: Record<string, string>): string =>
   `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Unknown"}\r\n` +
   Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("") + "\r\n"
 
-const concat = (...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let offset = 0
-  for (const part of parts) {
-    out.set(part, offset)
-    offset += part.length
-  }
-  return out
-}
-
 /** The headers of a response, without the framing ones (the raw writers set their own). */
 const plainHeaders = (response: HttpServerResponse.HttpServerResponse): Record<string, string> =>
   Object.fromEntries(
@@ -267,7 +257,7 @@ const bodyStart = (body: HttpBody.HttpBody, events: number): Effect.Effect<Uint8
       return Effect.succeed(body.body)
     case "Stream":
       return Stream.runCollect(Stream.take(body.stream, events)).pipe(
-        Effect.map((chunks) => concat(...Chunk.toReadonlyArray(chunks))),
+        Effect.map((chunks) => Buffer.concat(Chunk.toReadonlyArray(chunks))),
         Effect.orElseSucceed(() => new Uint8Array(0))
       )
     default:
@@ -336,36 +326,36 @@ const inject = <E, R>(
         Effect.map(bodyStart(response.body, 1), (start) => {
           if (response.body._tag === "Stream") {
             // chunked framing: the body is cut inside a chunk sequence, which no client can take for complete
-            const chunk = start.length === 0 ? new Uint8Array(0) : concat(
+            const chunk = start.length === 0 ? new Uint8Array(0) : Buffer.concat([
               encoder.encode(`${start.length.toString(16)}\r\n`),
               start,
               encoder.encode("\r\n")
-            )
-            return concat(
+            ])
+            return Buffer.concat([
               encoder.encode(head(response.status, { ...plainHeaders(response), "transfer-encoding": "chunked" })),
               chunk
-            )
+            ])
           }
           const part = start.subarray(0, Math.floor(start.length / 2))
           const declared = Math.max(start.length, part.length + 1)
-          return concat(
+          return Buffer.concat([
             encoder.encode(head(response.status, { ...plainHeaders(response), "content-length": String(declared) })),
             part
-          )
+          ])
         })))
     case "bodyLargerThanDeclared":
       return raw(
         Effect.flatMap(app, (response) =>
           Effect.map(bodyStart(response.body, Number.MAX_SAFE_INTEGER), (body) => {
             const full = body.length > 1 ? body : encoder.encode("{\"detail\": \"chaos\"}")
-            return concat(
+            return Buffer.concat([
               encoder.encode(head(response.status, {
                 ...plainHeaders(response),
                 "content-length": String(Math.floor(full.length / 2)),
                 connection: "close"
               })),
               full
-            )
+            ])
           }))
       )
     case "truncatedSse":

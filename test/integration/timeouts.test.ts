@@ -13,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { createServer as createHttpServer } from "node:http"
-import { createServer, type Socket } from "node:net"
+import { type AddressInfo, createServer, type Socket } from "node:net"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import * as Node from "../../src/layers/Node.js"
 import { RateLimiter } from "../../src/layers/RateLimiter.js"
@@ -47,6 +47,12 @@ const expectTimeout = (error: ApiError, which: Timeout["timeout"], after: Durati
 }
 
 const stats = Effect.flatMap(Emulator.Emulator, (emulator) => emulator.stats)
+
+/** The port a listening server is bound to. */
+const portOf = (server: { address(): string | AddressInfo | null }): number => {
+  const address = server.address()
+  return typeof address === "object" && address !== null ? address.port : 0
+}
 
 /** A chat request on the queue root that the emulator holds for capacity (the window is full), with `options`. */
 const heldOnQueue = (options: RequestOptions) =>
@@ -157,8 +163,7 @@ describe("connect timeout", () => {
             server.close(() => resume(Effect.void))
           })
       )
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
+      const port = portOf(server)
       const error = yield* Effect.flip(Effect.flatMap(Models.Models, (models) => models.list())).pipe(
         Effect.provide(Node.layer({
           apiKey: "gen-test",
@@ -308,8 +313,7 @@ describe("a stream ends at its terminator or its error, not at the connection's 
   const streamFrom = (events: ReadonlyArray<string>) =>
     Effect.gen(function*() {
       const server = yield* holdingServer(events)
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
+      const port = portOf(server)
       return yield* Effect.flatMap(
         Chat.Chat,
         (chat) => Effect.either(Chat.collect(chat.createStream(ask(model, "hi"))))
@@ -372,8 +376,8 @@ describe("what a failed attempt leaves in the limiter", () => {
       const port = yield* Effect.async<number>((resume) => {
         const probe = createServer()
         probe.listen(0, "127.0.0.1", () => {
-          const address = probe.address()
-          probe.close(() => resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0)))
+          const port = portOf(probe)
+          probe.close(() => resume(Effect.succeed(port)))
         })
       })
       const error = yield* Effect.gen(function*() {
