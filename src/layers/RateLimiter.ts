@@ -8,7 +8,6 @@
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -179,7 +178,20 @@ interface Bucket {
   blockedUntil: number
   widenedAt: number
   waiting: number
-  tail: Deferred.Deferred<void> | undefined
+  /** Whether a caller is at the head of the line (its turn). */
+  busy: boolean
+  /**
+   * Callers behind the head, in arrival order, from index `head` on (slots already handed on are cleared; the
+   * front is dropped once it is most of the array, so that a hand-on is not an O(n) shift).
+   */
+  readonly line: Array<LineNode | undefined>
+  head: number
+}
+
+/** A caller waiting for its turn. */
+interface LineNode {
+  state: "waiting" | "turn" | "gone"
+  resume: ((effect: Effect.Effect<void>) => void) | undefined
 }
 
 /** A bucket closed by a 429 without a wait reopens after this long. */
@@ -228,7 +240,9 @@ export const make = (
           blockedUntil: 0,
           widenedAt: Number.NEGATIVE_INFINITY,
           waiting: 0,
-          tail: undefined
+          busy: false,
+          line: [],
+          head: 0
         }
         buckets.set(id, bucket)
       }
@@ -292,35 +306,6 @@ export const make = (
         limit: bucket.tokens
       })
 
-    /** Runs `work` when every caller that arrived earlier at this bucket is done. */
-    const inLine = <A, E>(bucket: Bucket, work: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          const mine = yield* Deferred.make<void>()
-          const previous = bucket.tail
-          bucket.tail = mine
-          bucket.waiting++
-          const leave = Effect.sync(() => {
-            bucket.waiting--
-          })
-          if (previous !== undefined) {
-            // interrupted while waiting: whoever is behind waits for whoever is ahead
-            yield* restore(Deferred.await(previous)).pipe(
-              Effect.onInterrupt(() => Effect.zipRight(Deferred.completeWith(mine, Deferred.await(previous)), leave))
-            )
-          }
-          return yield* restore(work).pipe(
-            Effect.ensuring(Effect.zipRight(
-              leave,
-              Effect.suspend(() => {
-                if (bucket.tail === mine) bucket.tail = undefined
-                return Deferred.succeed(mine, undefined)
-              })
-            ))
-          )
-        })
-      )
-
     const permit = (bucket: Bucket, id: number, tokens: number): Permit => ({
       tokens,
       reconcile: (actual) =>
@@ -332,44 +317,101 @@ export const make = (
       refund: Effect.zipRight(store.adjust(bucket.id, id, 0), publish(bucket))
     })
 
+    /**
+     * The line of a bucket: the caller whose turn it is runs the admission loop in its own fiber; everyone
+     * behind it is a node in `bucket.line`, suspended in one `Effect.async` until the turn is handed on to it
+     * (a waiting caller holds a node and its suspended fiber, nothing more).
+     */
+    const handOn = (bucket: Bucket): void => {
+      while (bucket.head < bucket.line.length) {
+        const next = bucket.line[bucket.head]!
+        bucket.line[bucket.head++] = undefined
+        if (next.state === "waiting") {
+          next.state = "turn"
+          next.resume?.(Effect.void)
+          next.resume = undefined
+          if (bucket.head > 1024 && bucket.head * 2 > bucket.line.length) {
+            bucket.line.splice(0, bucket.head)
+            bucket.head = 0
+          }
+          return
+        }
+      }
+      bucket.line.length = 0
+      bucket.head = 0
+      bucket.busy = false
+    }
+
     const acquire: RateLimiter.Service["acquire"] = (request) => {
       const bucket = bucketOf(request.key, request.model)
       if (request.tokens > bucket.tokens) return Effect.fail(tooLarge(bucket, request.tokens))
-      const attempt: Effect.Effect<Permit, RequestTooLarge> = Effect.gen(function*() {
-        while (true) {
-          if (request.tokens > bucket.tokens) return yield* Effect.fail(tooLarge(bucket, request.tokens))
-          const now = yield* Clock.currentTimeMillis
-          settleMargin(bucket, now)
-          const reservation = bucket.blockedUntil > now
-            ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
-            : yield* store.reserve(bucket.id, now, request.tokens, limitsOf(bucket))
-          if (reservation._tag === "Admitted") {
-            yield* Metric.increment(ClientMetrics.limiterAdmitted)
-            yield* Metric.incrementBy(ClientMetrics.limiterTokensReserved, request.tokens)
-            return permit(bucket, reservation.id, request.tokens)
+      // only the wait in line and the sleeps at the head can be interrupted: an entry the store admitted always
+      // reaches the caller as a permit, and the turn is always handed on
+      const admit = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>) =>
+        Effect.gen(function*() {
+          yield* publish(bucket)
+          while (true) {
+            if (request.tokens > bucket.tokens) return yield* Effect.fail(tooLarge(bucket, request.tokens))
+            const now = yield* Clock.currentTimeMillis
+            settleMargin(bucket, now)
+            const reservation = bucket.blockedUntil > now
+              ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
+              : yield* store.reserve(bucket.id, now, request.tokens, limitsOf(bucket))
+            if (reservation._tag === "Admitted") {
+              yield* Metric.increment(ClientMetrics.limiterAdmitted)
+              yield* Metric.incrementBy(ClientMetrics.limiterTokensReserved, request.tokens)
+              return permit(bucket, reservation.id, request.tokens)
+            }
+            if (reservation._tag === "TooLarge") return yield* Effect.fail(tooLarge(bucket, request.tokens))
+            yield* restore(Effect.sleep(Duration.millis(reservation.waitMs)))
           }
-          if (reservation._tag === "TooLarge") return yield* Effect.fail(tooLarge(bucket, request.tokens))
-          yield* Effect.sleep(Duration.millis(reservation.waitMs))
-        }
-      })
-      // the wait counts from arrival: time in line behind others as well as time at the head
-      return Effect.gen(function*() {
-        const arrived = yield* Clock.currentTimeMillis
-        const granted = yield* Effect.ensuring(
-          inLine(bucket, Effect.zipRight(publish(bucket), attempt)),
-          publish(bucket)
-        )
-        const waited = (yield* Clock.currentTimeMillis) - arrived
-        if (waited > 0) yield* Metric.incrementBy(ClientMetrics.limiterWaitMillis, waited)
-        return granted
-      })
+        })
+      return Effect.flatMap(Clock.currentTimeMillis, (arrived) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.suspend(() => {
+            bucket.waiting++
+            const node: LineNode = { state: "turn", resume: undefined }
+            let turn: Effect.Effect<void> = Effect.void
+            if (bucket.busy) {
+              node.state = "waiting"
+              bucket.line.push(node)
+              turn = restore(Effect.async<void>((resume) => {
+                if (node.state === "waiting") {
+                  node.resume = resume
+                } else resume(Effect.void)
+              }))
+            } else {
+              bucket.busy = true
+            }
+            return turn.pipe(
+              Effect.zipRight(admit(restore)),
+              Effect.tap(() =>
+                Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                  now > arrived ? Metric.incrementBy(ClientMetrics.limiterWaitMillis, now - arrived) : Effect.void)
+              ),
+              // interrupted in line: the place is given up; otherwise the turn goes on to whoever is next
+              Effect.onExit(() =>
+                Effect.suspend(() => {
+                  bucket.waiting--
+                  if (node.state === "waiting") {
+                    node.state = "gone"
+                  } else handOn(bucket)
+                  node.resume = undefined
+                  return publish(bucket)
+                })
+              )
+            )
+          })
+        ))
     }
 
     const wouldWait: RateLimiter.Service["wouldWait"] = (request) =>
       Effect.gen(function*() {
         const bucket = bucketOf(request.key, request.model)
         const now = yield* Clock.currentTimeMillis
-        if (bucket.waiting > 0 || bucket.blockedUntil > now) return true
+        if (bucket.waiting > 0 || bucket.blockedUntil > now) {
+          return true
+        }
         settleMargin(bucket, now)
         const usage = yield* store.usage(bucket.id, now, windowMs + bucket.marginMs)
         return usage.requests + 1 > bucket.requests || usage.tokens + request.tokens > bucket.tokens
@@ -389,7 +431,11 @@ export const make = (
         }
         settleMargin(bucket, now)
         if (status === 429) {
-          const wait = Option.match(info.serverWait, { onNone: () => defaultBlockMs, onSome: Duration.toMillis })
+          const wait = Option.match(info.serverWait, {
+            onNone: () =>
+              defaultBlockMs,
+            onSome: Duration.toMillis
+          })
           bucket.blockedUntil = Math.max(bucket.blockedUntil, now + wait)
           // a burst of 429s is one misjudgement, not many: widen at most once per window
           if (now - bucket.widenedAt >= windowMs) {
@@ -411,8 +457,12 @@ export const make = (
         const extraTokens = Math.max(0, serverTokens - usage.tokens)
         const since = (reset: Duration.Duration | undefined) =>
           Math.min(now, now + (reset === undefined ? windowMs : Duration.toMillis(reset)) - windowMs)
-        if (extraRequests > 0) yield* store.add(bucket.id, since(info.resetRequests), extraRequests, 0)
-        if (extraTokens > 0) yield* store.add(bucket.id, since(info.resetTokens), 0, extraTokens)
+        if (extraRequests > 0) {
+          yield* store.add(bucket.id, since(info.resetRequests), extraRequests, 0)
+        }
+        if (extraTokens > 0) {
+          yield* store.add(bucket.id, since(info.resetTokens), 0, extraTokens)
+        }
         yield* publish(bucket)
       })
 
@@ -420,7 +470,9 @@ export const make = (
       Effect.sync(() => {
         for (const model of models.data) {
           const max = model.meta_data?.max_output_length
-          if (typeof max === "number" && max > 0) learntMaxOutput.set(model.id, max)
+          if (typeof max === "number" && max > 0) {
+            learntMaxOutput.set(model.id, max)
+          }
         }
       })
 

@@ -2,6 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
@@ -103,6 +105,77 @@ describe("RateLimiter", () => {
       yield* Fiber.join(third)
       // the interrupted caller's request was never counted
       assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 1)
+    }))
+
+  it.effect("interrupting the caller at the head, or one whose turn has just come, hands the turn on", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 1, tpm: 1_000_000 } }, window: "10 seconds" })
+      yield* limiter.acquire(ticket())
+      // the head sleeps until the window passes; `next` and `last` wait in line behind it
+      const head = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* Effect.yieldNow()
+      const next = yield* Effect.fork(limiter.acquire(ticket()))
+      const last = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* Effect.yieldNow()
+      // both interrupted at once: the head hands its turn to `next`, whose interruption is already on its way,
+      // so `next` is interrupted with the turn in hand and must hand it to `last`
+      yield* Fiber.interruptFork(head)
+      yield* Fiber.interruptFork(next)
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(last)
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.await(next)))
+      const [state] = yield* limiter.snapshot
+      assert.strictEqual(state?.waiting, 0)
+      assert.strictEqual(state?.usedRequests, 1)
+      // and the line is free for the next caller
+      const after = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(after)
+    }))
+
+  it.effect("random arrivals and interruptions: the rest are admitted in arrival order, within the quota, none left", () =>
+    Effect.gen(function*() {
+      const scenarios = FastCheck.sample(
+        FastCheck.array(FastCheck.record({ interrupt: FastCheck.boolean(), afterSteps: FastCheck.nat(12) }), {
+          minLength: 1,
+          maxLength: 30
+        }),
+        20
+      )
+      for (const callers of scenarios) {
+        const limiter = yield* limiterWith({ limits: { m: { rpm: 3, tpm: 1_000_000 } }, window: "1 second" })
+        const admitted: Array<{ readonly index: number; readonly at: number }> = []
+        const fibers: Array<Fiber.RuntimeFiber<number, unknown>> = []
+        for (const [index] of callers.entries()) {
+          fibers.push(
+            yield* Effect.fork(
+              Effect.flatMap(
+                limiter.acquire(ticket()),
+                () => Effect.flatMap(Clock.currentTimeMillis, (at) => Effect.sync(() => admitted.push({ index, at })))
+              )
+            )
+          )
+          yield* Effect.yieldNow()
+        }
+        // interruptions land at their times while the clock moves on
+        const due = callers.flatMap((caller, index) => caller.interrupt ? [{ index, step: caller.afterSteps }] : [])
+        // 30 callers at 3 a second need 10 s: 60 steps of 250 ms bound the run
+        for (let step = 0; step < 60; step++) {
+          for (const { index } of due.filter((d) => d.step === step)) yield* Fiber.interrupt(fibers[index]!)
+          if ((yield* Effect.forEach(fibers, Fiber.poll)).every(Option.isSome)) break
+          yield* TestClock.adjust("250 millis")
+        }
+        const cancelled = new Set(due.map((d) => d.index))
+        const order = admitted.map((a) => a.index)
+        // everyone not interrupted (or interrupted only after admission) got through, in arrival order
+        assert.deepStrictEqual(order, [...order].sort((a, b) => a - b))
+        for (const [index] of callers.entries()) {
+          if (!cancelled.has(index)) assert.include(order, index)
+        }
+        assert.isAtMost(maxInAnyWindow(admitted.map((a) => a.at), 1_000), 3)
+        const [state] = yield* limiter.snapshot
+        assert.strictEqual(state?.waiting, 0)
+      }
     }))
 
   it.effect("reconciles with usage: higher usage raises the count, lower usage is kept unless configured", () =>
