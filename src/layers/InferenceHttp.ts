@@ -22,9 +22,10 @@ import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { excerpt, fromHttpClientError, fromStreamError } from "../internal/errors.js"
 import { fingerprint, makeRedactor } from "../internal/redact.js"
+import { annotateResponse, requestAttributes } from "../internal/spans.js"
 import { decodeEvents } from "../internal/sse.js"
 import * as Transport from "../internal/transport.js"
-import { type ApiError, DecodeError, Timeout, TransportError } from "../schemas/Errors.js"
+import { type ApiError, DecodeError, type RequestTooLarge, Timeout, TransportError } from "../schemas/Errors.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import {
   InferenceHttpClient,
@@ -128,39 +129,93 @@ export const make: Effect.Effect<
     Transport.decodeJson(schema, text, meta, endpoint, redact)
 
   /**
-   * One attempt through the rate limiter: waits for capacity (or routes to the queue when configured),
-   * sends, learns from the response's headers, settles the reservation when the attempt fails, and reads
-   * the response with `read`. The total time limit runs from sending (not while waiting in the limiter's
-   * line) to the end of `read`.
+   * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured). The caller
+   * runs it interruptibly and guards the permit it hands back.
+   */
+  const admit = (
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions
+  ): Effect.Effect<Admission, RequestTooLarge> => {
+    if (limiter === undefined) return Effect.succeed({ permit: undefined, options, model: undefined })
+    // the body is parsed only to estimate its cost for the limiter
+    const body = jsonBody(request)
+    const cost = body === undefined ? undefined : limiter.cost(request.url, body)
+    const model = cost?.model
+    if (cost === undefined || model === undefined) return Effect.succeed({ permit: undefined, options, model })
+    const ticket = { key: keyId, model, tokens: cost.tokens }
+    const acquire = Effect.map(limiter.acquire(ticket), (permit): Admission => ({ permit, options, model }))
+    if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
+    return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
+      wait
+        // the caller's limits were meant for /v2: the queue waits for capacity, so it gets the queue's
+        ? Effect.succeed({
+          permit: undefined,
+          options: { ...options, base: "queue", timeout: undefined, firstByteTimeout: undefined },
+          model
+        })
+        : acquire)
+  }
+
+  /** `effect` in the operation's span, when the request names one. */
+  const traced = <A>(
+    effect: Effect.Effect<A, ApiError>,
+    options: RequestOptions,
+    waitedMs: number | undefined
+  ): Effect.Effect<A, ApiError> =>
+    options.span === undefined ? effect : Effect.withSpan(effect, options.span.name, {
+      attributes: {
+        ...requestAttributes(options.span.operation, options.model),
+        ...(waitedMs === undefined ? {} : { "aifs.limiter.wait_ms": waitedMs })
+      },
+      // no call-site capture: its error object would be held by every request for as long as it runs
+      captureStackTrace: false
+    })
+
+  /**
+   * Runs the attempts of one request, the first one admitted before anything else is built (the operation's
+   * span included): a caller waiting in the limiter's line holds its request and a suspended fiber, not the
+   * span, retry and attempt machinery. A permit no attempt took (interrupted before one did) goes back.
+   */
+  const admitted = <A>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    run: (first: FirstAdmission) => Effect.Effect<A, ApiError>
+  ): Effect.Effect<A, ApiError> =>
+    limiter === undefined ? traced(run({ admission: undefined }), options, undefined) : Effect.flatMap(
+      Clock.currentTimeMillis,
+      (arrived) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(restore(admit(request, options)), (admission) => {
+            const first: FirstAdmission = { admission }
+            return Effect.ensuring(
+              restore(Effect.flatMap(Clock.currentTimeMillis, (now) => traced(run(first), options, now - arrived))),
+              Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
+            )
+          })
+        )
+    )
+
+  /**
+   * One attempt through the rate limiter: takes the first admission or waits for capacity, sends, learns
+   * from the response's headers, settles the reservation when the attempt fails, and reads the response with
+   * `read`. The total time limit runs from sending (not while waiting in the limiter's line) to the end of
+   * `read`.
    */
   const attempt = <A>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
     accept: string,
-    read: (sent: Sent) => Effect.Effect<A, ApiError>
+    read: (sent: Sent) => Effect.Effect<A, ApiError>,
+    first: FirstAdmission
   ) =>
     // uninterruptible between the limiter's grant and the guard that settles it: an interruption lands only
     // inside `restore`, where the permit is always accounted for
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        // the body is parsed only to estimate its cost for the limiter
-        const body = limiter === undefined ? undefined : jsonBody(request)
-        const cost = limiter === undefined || body === undefined ? undefined : limiter.cost(request.url, body)
-        const model = cost?.model
-        let routed = options
-        let permit: Permit | undefined
-        if (limiter !== undefined && cost !== undefined && model !== undefined) {
-          const ticket = { key: keyId, model, tokens: cost.tokens }
-          if (
-            limiter.queueRouting && (options.base ?? "v2") === "v2" && queueable.has(request.url) &&
-            (yield* restore(limiter.wouldWait(ticket)))
-          ) {
-            // the caller's limits were meant for /v2: the queue waits for capacity, so it gets the queue's
-            routed = { ...options, base: "queue", timeout: undefined, firstByteTimeout: undefined }
-          } else {
-            permit = yield* restore(limiter.acquire(ticket))
-          }
-        }
+        const admission = first.admission ?? (yield* restore(admit(request, options)))
+        first.admission = undefined
+        const { model, permit } = admission
+        const routed = admission.options
         const prepared = prepare(request, routed, accept)
         const endpoint = Transport.endpointOf(prepared)
         const timeouts = timeoutsOf(routed)
@@ -220,33 +275,46 @@ export const make: Effect.Effect<
       })
     )
 
+  /** The attempts of one request, retried by the policy unless the request says not to. */
+  const exchange = <A>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    accept: string,
+    read: (sent: Sent) => Effect.Effect<A, ApiError>
+  ): Effect.Effect<A, ApiError> =>
+    admitted(request, options, (first) => retrying(attempt(request, options, accept, read, first), options))
+
   const json = <A, I>(
     request: HttpClientRequest.HttpClientRequest,
     schema: Schema.Schema<A, I>,
     options: RequestOptions = {}
   ): Effect.Effect<WithResponse<A>, ApiError> =>
-    retrying(
-      attempt(request, options, "application/json", ({ endpoint, meta, permit, response }) =>
+    exchange(
+      request,
+      options,
+      "application/json",
+      ({ endpoint, meta, permit, response }) =>
         Transport.readText(response, endpoint).pipe(
-          Effect.flatMap((text) =>
-            decodeBody(schema, text, meta, endpoint)
-          ),
+          Effect.flatMap((text) => decodeBody(schema, text, meta, endpoint)),
           Effect.tap((value) =>
-            reconcile(permit, value)
+            options.span === undefined
+              ? reconcile(permit, value)
+              : Effect.zipRight(reconcile(permit, value), annotateResponse(value))
           ),
           Effect.map((value) => ({ value, response: meta }))
-        )),
-      options
+        )
     )
 
   const text = (
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions = {}
   ): Effect.Effect<WithResponse<string>, ApiError> =>
-    retrying(
-      attempt(request, options, "text/plain, */*", ({ endpoint, meta, response }) =>
-        Effect.map(Transport.readText(response, endpoint), (value) => ({ value, response: meta }))),
-      options
+    exchange(
+      request,
+      options,
+      "text/plain, */*",
+      ({ endpoint, meta, response }) =>
+        Effect.map(Transport.readText(response, endpoint), (value) => ({ value, response: meta }))
     )
 
   /**
@@ -255,28 +323,25 @@ export const make: Effect.Effect<
    */
   const open = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions) => {
     const idle = options.idleTimeout === undefined ? config.streamIdleTimeout : Duration.decode(options.idleTimeout)
-    return retrying(
-      attempt(request, options, "text/event-stream", (sent) => {
-        // a 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show
-        const type = sent.meta.headers["content-type"]
-        return type === undefined || type.toLowerCase().includes("text/event-stream") ?
-          Effect.succeed(sent) :
-          Effect.flatMap(
-            Effect.orElseSucceed(Transport.readBounded(sent.response), () => ""),
-            (text) =>
-              Effect.fail(
-                new DecodeError({
-                  message: `expected an event stream, got ${redact(type).slice(0, 100)}`,
-                  endpoint: sent.endpoint,
-                  status: sent.meta.status,
-                  ...(sent.meta.requestId === undefined ? {} : { requestId: sent.meta.requestId }),
-                  excerpt: excerpt(redact(text))
-                })
-              )
-          )
-      }),
-      options
-    ).pipe(
+    return exchange(request, options, "text/event-stream", (sent) => {
+      // a 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show
+      const type = sent.meta.headers["content-type"]
+      return type === undefined || type.toLowerCase().includes("text/event-stream") ?
+        Effect.succeed(sent) :
+        Effect.flatMap(
+          Effect.orElseSucceed(Transport.readBounded(sent.response), () => ""),
+          (text) =>
+            Effect.fail(
+              new DecodeError({
+                message: `expected an event stream, got ${redact(type).slice(0, 100)}`,
+                endpoint: sent.endpoint,
+                status: sent.meta.status,
+                ...(sent.meta.requestId === undefined ? {} : { requestId: sent.meta.requestId }),
+                excerpt: excerpt(redact(text))
+              })
+            )
+        )
+    }).pipe(
       Effect.map(({ endpoint, meta, permit, response, sentAt, timeouts }) => ({
         endpoint,
         meta,
@@ -400,6 +465,18 @@ export const make: Effect.Effect<
 
 /** Marks the end of a stream's values within a chunk. */
 const stop: unique symbol = Symbol("effect-aifs/stream-stop")
+
+/** What an attempt goes out with: the limiter's permit, its options (maybe routed to the queue) and its model. */
+interface Admission {
+  readonly permit: Permit | undefined
+  readonly options: RequestOptions
+  readonly model: string | undefined
+}
+
+/** The admission of a request's first attempt, until the attempt takes it. */
+interface FirstAdmission {
+  admission: Admission | undefined
+}
 
 /** A response whose status line came back, handed to the reader of an attempt. */
 interface Sent {

@@ -9,7 +9,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { annotateRequest, annotateResponse } from "../internal/spans.js"
 import {
   ChatCompletion,
   type ChatCompletionChunk,
@@ -61,16 +60,13 @@ export declare namespace Chat {
  */
 export const make: Effect.Effect<Chat.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const createWithResponse = Effect.fn("Chat.create")(function*(params: CreateChatCompletionParams) {
-    yield* annotateRequest("chat", params.model)
-    const result = yield* http.json(
+  // the span is the transport's, opened when the request leaves the limiter's line
+  const createWithResponse = (params: CreateChatCompletionParams) =>
+    http.json(
       HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       ChatCompletion,
-      { model: params.model }
+      { model: params.model, span: { name: "Chat.create", operation: "chat" } }
     )
-    yield* annotateResponse(result.value)
-    return result
-  })
   const createStream = (params: CreateChatCompletionParams): Stream.Stream<ChatCompletionChunk, ApiError> =>
     http.jsonStream(
       HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson({

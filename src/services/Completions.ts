@@ -8,7 +8,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { annotateRequest, annotateResponse } from "../internal/spans.js"
 import { Completion, type CreateCompletionParams } from "../schemas/Completions.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
@@ -47,16 +46,13 @@ export declare namespace Completions {
  */
 export const make: Effect.Effect<Completions.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const createWithResponse = Effect.fn("Completions.create")(function*(params: CreateCompletionParams) {
-    yield* annotateRequest("text_completion", params.model)
-    const result = yield* http.json(
+  // the span is the transport's, opened when the request leaves the limiter's line
+  const createWithResponse = (params: CreateCompletionParams) =>
+    http.json(
       HttpClientRequest.post("/completions").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       Completion,
-      { model: params.model }
+      { model: params.model, span: { name: "Completions.create", operation: "text_completion" } }
     )
-    yield* annotateResponse(result.value)
-    return result
-  })
   return {
     create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
     createWithResponse,

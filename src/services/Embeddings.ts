@@ -7,7 +7,6 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { annotateRequest, annotateResponse } from "../internal/spans.js"
 import { type CreateEmbeddingParams, EmbeddingList } from "../schemas/Embeddings.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
@@ -44,16 +43,13 @@ export declare namespace Embeddings {
  */
 export const make: Effect.Effect<Embeddings.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const createWithResponse = Effect.fn("Embeddings.create")(function*(params: CreateEmbeddingParams) {
-    yield* annotateRequest("embeddings", params.model)
-    const result = yield* http.json(
+  // the span is the transport's, opened when the request leaves the limiter's line
+  const createWithResponse = (params: CreateEmbeddingParams) =>
+    http.json(
       HttpClientRequest.post("/embeddings").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       EmbeddingList,
-      { model: params.model }
+      { model: params.model, span: { name: "Embeddings.create", operation: "embeddings" } }
     )
-    yield* annotateResponse(result.value)
-    return result
-  })
   return {
     create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
     createWithResponse

@@ -49,6 +49,12 @@ export interface RequestOptions {
   readonly firstByteTimeout?: Duration.DurationInput | undefined
   /** Longest silence between stream chunks, overriding the configured `streamIdleTimeout`. */
   readonly idleTimeout?: Duration.DurationInput | undefined
+  /**
+   * The operation's span (`name`, and `operation` for its `gen_ai.operation.name`), opened when the request
+   * leaves the rate limiter's line: a caller waiting there holds no span. The time it waited is the span's
+   * `aifs.limiter.wait_ms`; the response's model and usage are annotated on it.
+   */
+  readonly span?: { readonly name: string; readonly operation: string } | undefined
 }
 
 /**

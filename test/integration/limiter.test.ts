@@ -5,6 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
+import * as Tracer from "effect/Tracer"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as Testing from "../../src/layers/Testing.js"
@@ -90,6 +91,53 @@ describe("the proactive rate limiter against the emulator", () => {
       window: "10 seconds",
       rateLimiter: { margin: 0, queueRouting: true }
     }))))
+
+  it.effect("the operation's span opens when the request leaves the line, with the wait, model and usage on it", () => {
+    const spans: Array<Tracer.Span> = []
+    return Effect.gen(function*() {
+      const base = yield* Effect.tracer
+      const recording = Tracer.make({
+        span: (...args) => {
+          const span = base.span(...args)
+          spans.push(span)
+          return span
+        },
+        context: base.context
+      })
+      const chat = yield* Chat.Chat
+      const model = "Llama-3.3-70B-Instruct"
+      let done = 0
+      // 21 requests on 20 per window: the last one waits a window in the limiter
+      const fiber = yield* Effect.fork(
+        Effect.forEach(
+          Array.from({ length: 21 }, (_, i) => i),
+          (i) =>
+            Effect.ensuring(chat.create(ask(model, `question ${i}`, { max_tokens: 20 })), Effect.sync(() => done++)),
+          { concurrency: "unbounded" }
+        ).pipe(Effect.withSpan("caller"), Effect.withTracer(recording))
+      )
+      yield* waitUntil("20 requests are answered", Effect.sync(() => done >= 20))
+      const named = (name: string) => spans.filter((span) => span.name === name)
+      // the waiting request holds no span yet
+      assert.strictEqual(named("Chat.create").length, 20)
+      yield* runToCompletion(fiber, 21, () => done)
+      const [caller] = named("caller")
+      const creates = named("Chat.create")
+      assert.strictEqual(creates.length, 21)
+      for (const span of creates) {
+        assert.strictEqual(span.status._tag, "Ended")
+        assert.strictEqual(Option.getOrUndefined(span.parent)?.spanId, caller?.spanId)
+        assert.strictEqual(span.attributes.get("gen_ai.operation.name"), "chat")
+        assert.strictEqual(span.attributes.get("gen_ai.request.model"), model)
+        assert.strictEqual(span.attributes.get("gen_ai.response.model"), model)
+        assert.isAbove(span.attributes.get("gen_ai.usage.input_tokens") as number, 0)
+        assert.isAbove(span.attributes.get("gen_ai.usage.output_tokens") as number, 0)
+      }
+      const waits = creates.map((span) => span.attributes.get("aifs.limiter.wait_ms") as number)
+      assert.deepStrictEqual(waits.slice(0, 20), Array.from({ length: 20 }, () => 0))
+      assert.isAtLeast(waits[20]!, 6_000)
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "6 seconds", rateLimiter: { margin: 0 } })))
+  })
 
   it.effect("a request larger than the whole token quota fails at once, before it is sent", () =>
     Effect.gen(function*() {
