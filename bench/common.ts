@@ -1,8 +1,10 @@
 /**
  * Shared pieces of the benchmarks: the report shape, percentiles, formatting, a bounded local server.
  */
+import { spawn } from "node:child_process"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
+import { fileURLToPath } from "node:url"
 
 /** One target of the issue and whether this run met it. */
 export interface Target {
@@ -124,3 +126,32 @@ export const limitConcurrency = (n: number) => {
       next()
     })
 }
+
+/**
+ * The emulator in a child process (`aifs emulator --port 0`), so that a benchmark measures the client's memory
+ * alone; resolves with its base URL and the key of `tier` once it listens.
+ */
+export const startEmulator = (tier: "basic" | "standard4000") =>
+  new Promise<{ baseUrl: string; key: string; stop: () => void }>((resolve, reject) => {
+    const root = fileURLToPath(new URL("..", import.meta.url))
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", "emulator", "--port", "0"], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, AIFS_API_KEY: "" }
+    })
+    let output = ""
+    const timer = setTimeout(() => {
+      child.kill("SIGTERM")
+      reject(new Error(`emulator did not start: ${output}`))
+    }, 30_000)
+    child.once("error", reject)
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString()
+      const url = /listening on (http:\/\/\S+)/.exec(output)?.[1]
+      const key = new RegExp(`${tier}\\s+(gen-\\S+)`).exec(output)?.[1]
+      if (url !== undefined && key !== undefined) {
+        clearTimeout(timer)
+        resolve({ baseUrl: `${url}/v2`, key, stop: () => child.kill("SIGTERM") })
+      }
+    })
+  })

@@ -5,14 +5,12 @@
  * never read whole).
  */
 import * as Effect from "effect/Effect"
-import { spawn } from "node:child_process"
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import * as Node from "../src/layers/Node.js"
 import * as Files from "../src/services/Files.js"
-import { fixed, type Report } from "./common.js"
+import { fixed, type Report, startEmulator } from "./common.js"
 
 const sizeMb = Number(process.env.BENCH_UPLOAD_MB ?? 50)
 const mb = (bytes: number) => bytes / (1024 * 1024)
@@ -30,32 +28,9 @@ const makeFile = (size: number): { path: string; bytes: number; remove: () => vo
   return { path, bytes, remove: () => rmSync(dir, { recursive: true, force: true }) }
 }
 
-/** The emulator in a child process; resolves with its base URL and a key once it listens. */
-const startEmulator = () =>
-  new Promise<{ baseUrl: string; key: string; stop: () => void }>((resolve, reject) => {
-    const root = fileURLToPath(new URL("..", import.meta.url))
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/bin.ts", "emulator", "--port", "0"], {
-      cwd: root,
-      stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, AIFS_API_KEY: "" }
-    })
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`emulator did not start: ${output}`)), 30_000)
-    child.once("error", reject)
-    child.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const url = /listening on (http:\/\/\S+)/.exec(output)?.[1]
-      const key = /standard4000\s+(gen-\S+)/.exec(output)?.[1]
-      if (url !== undefined && key !== undefined) {
-        clearTimeout(timer)
-        resolve({ baseUrl: `${url}/v2`, key, stop: () => child.kill("SIGTERM") })
-      }
-    })
-  })
-
 export const run = async (): Promise<Report> => {
   const file = makeFile(sizeMb)
-  const emulator = await startEmulator()
+  const emulator = await startEmulator("standard4000")
   let peak = 0
   const sampler = setInterval(() => {
     peak = Math.max(peak, process.memoryUsage().rss)
