@@ -8,6 +8,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -178,6 +179,8 @@ interface Bucket {
   blockedUntil: number
   widenedAt: number
   waiting: number
+  /** Wakes the caller at the head of the line from its sleep when capacity comes back. */
+  wake: Deferred.Deferred<void> | undefined
   /** Whether a caller is at the head of the line (its turn). */
   busy: boolean
   /**
@@ -240,6 +243,7 @@ export const make = (
           blockedUntil: 0,
           widenedAt: Number.NEGATIVE_INFINITY,
           waiting: 0,
+          wake: undefined,
           busy: false,
           line: [],
           head: 0
@@ -306,15 +310,28 @@ export const make = (
         limit: bucket.tokens
       })
 
+    /**
+     * Capacity came back (a reservation lowered to its usage, given back, or new limits): the caller at the
+     * head of the line looks again now instead of sleeping until the next entry leaves the window.
+     */
+    const released = (bucket: Bucket) =>
+      Effect.suspend(() => {
+        const wake = bucket.wake
+        bucket.wake = undefined
+        return wake === undefined
+          ? publish(bucket)
+          : Effect.zipRight(Deferred.succeed(wake, undefined), publish(bucket))
+      })
+
     const permit = (bucket: Bucket, id: number, tokens: number): Permit => ({
       tokens,
       reconcile: (actual) =>
         actual > tokens || (reconcileMode === "actual" && actual !== tokens)
-          ? Effect.zipRight(store.adjust(bucket.id, id, actual), publish(bucket))
+          ? Effect.zipRight(store.adjust(bucket.id, id, actual), released(bucket))
           : Effect.void,
       answered: Effect.flatMap(Clock.currentTimeMillis, (now) => store.restamp(bucket.id, id, now)),
-      cancel: Effect.zipRight(store.remove(bucket.id, id), publish(bucket)),
-      refund: Effect.zipRight(store.adjust(bucket.id, id, 0), publish(bucket))
+      cancel: Effect.zipRight(store.remove(bucket.id, id), released(bucket)),
+      refund: Effect.zipRight(store.adjust(bucket.id, id, 0), released(bucket))
     })
 
     /**
@@ -363,7 +380,11 @@ export const make = (
               return permit(bucket, reservation.id, request.tokens)
             }
             if (reservation._tag === "TooLarge") return yield* Effect.fail(tooLarge(bucket, request.tokens))
-            yield* restore(Effect.sleep(Duration.millis(reservation.waitMs)))
+            // until the window frees enough, or sooner when a reservation shrinks or comes back
+            const wake = yield* Deferred.make<void>()
+            bucket.wake = wake
+            yield* restore(Effect.raceFirst(Effect.sleep(Duration.millis(reservation.waitMs)), Deferred.await(wake)))
+            if (bucket.wake === wake) bucket.wake = undefined
           }
         })
       return Effect.flatMap(Clock.currentTimeMillis, (arrived) =>
@@ -421,6 +442,7 @@ export const make = (
       Effect.gen(function*() {
         const bucket = bucketOf(key, model)
         const now = yield* Clock.currentTimeMillis
+        const before = { requests: bucket.requests, tokens: bucket.tokens }
         if (info.limitRequests !== undefined && info.limitRequests > 0) {
           bucket.requests = info.limitRequests
           bucket.fromHeaders = true
@@ -429,6 +451,7 @@ export const make = (
           bucket.tokens = info.limitTokens
           bucket.fromHeaders = true
         }
+        const limitsChanged = bucket.requests !== before.requests || bucket.tokens !== before.tokens
         settleMargin(bucket, now)
         if (status === 429) {
           const wait = Option.match(info.serverWait, {
@@ -463,7 +486,8 @@ export const make = (
         if (extraTokens > 0) {
           yield* store.add(bucket.id, since(info.resetTokens), 0, extraTokens)
         }
-        yield* publish(bucket)
+        // new limits may let the head of the line go sooner (or show it can never fit)
+        yield* limitsChanged ? released(bucket) : publish(bucket)
       })
 
     const learnModels: RateLimiter.Service["learnModels"] = (models) =>

@@ -193,6 +193,31 @@ describe("RateLimiter", () => {
       assert.strictEqual((yield* actual.snapshot)[0]?.usedTokens, 100)
     }))
 
+  it.effect("a caller waiting for tokens goes as soon as a reservation shrinks or comes back, not at the next expiry", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({
+        limits: { m: { rpm: 100, tpm: 1000 } },
+        window: "10 seconds",
+        reconcile: "actual"
+      })
+      // 600 reserved (prompt + max_tokens); the next 600 must wait, the window would free them in 10 s
+      const first = yield* limiter.acquire(ticket(600))
+      const second = yield* Effect.fork(limiter.acquire(ticket(600)))
+      yield* Effect.yieldNow()
+      assert.isTrue(Option.isNone(yield* Fiber.poll(second)))
+      // the answer said 250 tokens: 850 fit, and the head of the line goes without the clock moving
+      yield* first.reconcile(250)
+      const granted = yield* Fiber.join(second)
+      assert.strictEqual((yield* limiter.snapshot)[0]?.usedTokens, 850)
+      // the same when a reservation is given back
+      const third = yield* Effect.fork(limiter.acquire(ticket(600)))
+      yield* Effect.yieldNow()
+      assert.isTrue(Option.isNone(yield* Fiber.poll(third)))
+      yield* granted.cancel
+      yield* Fiber.join(third)
+      assert.strictEqual(yield* Clock.currentTimeMillis, 0)
+    }))
+
   it.effect("an answered request counts from the answer, so it never leaves the window before the server's count", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 1, tpm: 1_000_000 } }, window: "10 seconds" })
