@@ -2,6 +2,9 @@
  * Overhead: chat requests against a local server that answers instantly, sequential and 64 in flight,
  * for this client (no limiter, no retries), the `openai` client, and raw `undici.request`.
  */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Effect from "effect/Effect"
 import OpenAI from "openai"
 import { request as undiciRequest } from "undici"
@@ -128,11 +131,33 @@ export const run = async (): Promise<Report> => {
       Effect.timeout(2 * stepLimitMs)
     )
     results["effect-aifs"] = await Effect.runPromise(ours)
+
+    // the stack this client is built on, alone: @effect/platform's HttpClient over undici, the JSON parsed, nothing
+    // else (no decoding, retries, limiter or span of its own): the floor for any client on it
+    const platform = Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const send = Effect.scoped(
+        Effect.flatMap(
+          client.execute(
+            HttpClientRequest.post(`${baseUrl}/chat/completions`).pipe(
+              HttpClientRequest.bearerToken(apiKey),
+              HttpClientRequest.bodyUnsafeJson(params)
+            )
+          ),
+          (response) => response.json
+        )
+      )
+      yield* measureEffect(send, warmup, 8)
+      const sequential = yield* measureEffect(send, sequentialCount, 1)
+      const concurrent = yield* measureEffect(send, concurrentCount, inFlight)
+      return { sequential, concurrent }
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.timeout(2 * stepLimitMs))
+    results["@effect/platform HttpClient"] = await Effect.runPromise(platform)
   } finally {
     await server.close()
   }
 
-  const names = ["effect-aifs", "openai", "raw undici"]
+  const names = ["effect-aifs", "openai", "@effect/platform HttpClient", "raw undici"]
   const rows = names.flatMap((name) => {
     const r = results[name]!
     return [
@@ -155,6 +180,7 @@ export const run = async (): Promise<Report> => {
   const ours = results["effect-aifs"]!
   const openai = results["openai"]!
   const raw = results["raw undici"]!
+  const floor = results["@effect/platform HttpClient"]!
   const vsOpenai = (mode: "sequential" | "concurrent") => ours[mode].rps / openai[mode].rps
   const vsRaw = (mode: "sequential" | "concurrent") => raw[mode].rps / ours[mode].rps
   return {
@@ -187,7 +213,9 @@ export const run = async (): Promise<Report> => {
       {
         target: "within 1.3x of raw undici",
         met: vsRaw("sequential") <= 1.3 && vsRaw("concurrent") <= 1.3,
-        detail: `undici is ${fixed(vsRaw("sequential"))}x faster sequential, ${fixed(vsRaw("concurrent"))}x concurrent`
+        detail: `undici is ${fixed(vsRaw("sequential"))}x faster sequential, ${fixed(vsRaw("concurrent"))}x ` +
+          `concurrent; @effect/platform's HttpClient alone is ${fixed(raw.sequential.rps / floor.sequential.rps)}x / ` +
+          `${fixed(raw.concurrent.rps / floor.concurrent.rps)}x slower than undici`
       }
     ],
     how: `A node:http server on 127.0.0.1 answers every \`POST /v2/chat/completions\` at once with a fixed ` +
@@ -196,7 +224,8 @@ export const run = async (): Promise<Report> => {
       `flight (workers pulling from a shared counter); latency from send to decoded answer. effect-aifs: ` +
       `\`Node.layer({ rateLimiter: false, maxRetries: 0 })\`, \`Chat.create\` inside one Effect program ` +
       `(no \`runPromise\` per request); openai: \`maxRetries: 0\`, global \`fetch\`; raw undici: ` +
-      `\`undici.request\` + \`body.json()\` (no validation). All in one process, server included, so the server's ` +
+      `\`undici.request\` + \`body.json()\` (no validation); @effect/platform HttpClient: its \`HttpClient\` over ` +
+      `undici (\`NodeHttpClient.layerUndici\`, as the Node layer uses), \`response.json\`, nothing else. All in one process, server included, so the server's ` +
       `cost is in every figure alike.`
   }
 }

@@ -108,22 +108,35 @@ export const make: Effect.Effect<
     }
   }
 
-  const retrying = <A>(effect: Effect.Effect<A, ApiError>, options: RequestOptions): Effect.Effect<A, ApiError> =>
-    options.retry === false ? effect : Effect.retry(
-      effect,
-      policy.schedule.pipe(
-        // onDecision, not tapOutput: the final "give up" decision is not a retry
-        Schedule.onDecision((wait, decision) =>
-          ScheduleDecision.isDone(decision) ? Effect.void : Effect.zipRight(
-            Effect.all([
-              Metric.increment(Metrics.retries),
-              Metric.incrementBy(Metrics.retryWaitMillis, Duration.toMillis(wait))
-            ]),
-            Effect.logDebug(`aifs: retrying after ${Duration.format(wait)}`)
-          )
-        )
+  const schedule = policy.schedule.pipe(
+    // onDecision, not tapOutput: the final "give up" decision is not a retry
+    Schedule.onDecision((wait, decision) =>
+      ScheduleDecision.isDone(decision) ? Effect.void : Effect.zipRight(
+        Effect.all([
+          Metric.increment(Metrics.retries),
+          Metric.incrementBy(Metrics.retryWaitMillis, Duration.toMillis(wait))
+        ]),
+        Effect.logDebug(`aifs: retrying after ${Duration.format(wait)}`)
       )
     )
+  )
+
+  /**
+   * `effect`, retried by the policy. The schedule's machinery is set up only after a first failure, which it then
+   * meets as its first input (most requests succeed at once, and `Effect.retry` would build it for each).
+   */
+  const retrying = <A>(effect: Effect.Effect<A, ApiError>, options: RequestOptions): Effect.Effect<A, ApiError> =>
+    options.retry === false ? effect : Effect.catchAll(effect, (first) => {
+      let replayed = false
+      return Effect.retry(
+        Effect.suspend(() => {
+          if (replayed) return effect
+          replayed = true
+          return Effect.fail(first)
+        }),
+        schedule
+      )
+    })
 
   const decodeBody = <A, I>(schema: Schema.Schema<A, I>, text: string, meta: ResponseMetadata, endpoint: string) =>
     Transport.decodeJson(schema, text, meta, endpoint, redact)
