@@ -169,6 +169,12 @@ export const make: Effect.Effect<
         : acquire)
   }
 
+  /** The attributes of the operation's span. */
+  const spanAttributes = (options: RequestOptions, waitedMs: number | undefined) => ({
+    ...requestAttributes(options.span!.operation, options.model),
+    ...(waitedMs === undefined ? {} : { "aifs.limiter.wait_ms": waitedMs })
+  })
+
   /** `effect` in the operation's span, when the request names one. */
   const traced = <A>(
     effect: Effect.Effect<A, ApiError>,
@@ -176,37 +182,61 @@ export const make: Effect.Effect<
     waitedMs: number | undefined
   ): Effect.Effect<A, ApiError> =>
     options.span === undefined ? effect : Effect.withSpan(effect, options.span.name, {
-      attributes: {
-        ...requestAttributes(options.span.operation, options.model),
-        ...(waitedMs === undefined ? {} : { "aifs.limiter.wait_ms": waitedMs })
-      },
+      attributes: spanAttributes(options, waitedMs),
       // no call-site capture: its error object would be held by every request for as long as it runs
       captureStackTrace: false
     })
 
   /**
+   * Waits for the first admission of a request, interruptibly; the permit goes back when no attempt took it
+   * by the time the scope closes. Hands back the admission and how long the caller waited for it.
+   */
+  const admitFirst = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions) =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (arrived) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(restore(admit(request, options)), (admission) => {
+            const first: FirstAdmission = { admission }
+            return Effect.zipRight(
+              Effect.addFinalizer(() => Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)),
+              Effect.map(Clock.currentTimeMillis, (now) => ({ first, waitedMs: now - arrived }))
+            )
+          })
+        )
+    )
+
+  /**
    * Runs the attempts of one request, the first one admitted before anything else is built (the operation's
    * span included): a caller waiting in the limiter's line holds its request and a suspended fiber, not the
-   * span, retry and attempt machinery. A permit no attempt took (interrupted before one did) goes back.
+   * span, retry and attempt machinery.
    */
   const admitted = <A>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
     run: (first: FirstAdmission) => Effect.Effect<A, ApiError>
   ): Effect.Effect<A, ApiError> =>
-    limiter === undefined ? traced(run({ admission: undefined }), options, undefined) : Effect.flatMap(
-      Clock.currentTimeMillis,
-      (arrived) =>
-        Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(restore(admit(request, options)), (admission) => {
-            const first: FirstAdmission = { admission }
-            return Effect.ensuring(
-              restore(Effect.flatMap(Clock.currentTimeMillis, (now) => traced(run(first), options, now - arrived))),
-              Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
-            )
-          })
-        )
+    limiter === undefined ? traced(run({ admission: undefined }), options, undefined) : Effect.scoped(
+      Effect.flatMap(admitFirst(request, options), ({ first, waitedMs }) => traced(run(first), options, waitedMs))
     )
+
+  /** `admitted` for a stream: the span covers the stream to its end. */
+  const admittedStream = <A>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    run: (first: FirstAdmission) => Stream.Stream<A, ApiError>
+  ): Stream.Stream<A, ApiError> => {
+    const tracedStream = (stream: Stream.Stream<A, ApiError>, waitedMs: number | undefined) =>
+      options.span === undefined ? stream : Stream.withSpan(stream, options.span.name, {
+        attributes: spanAttributes(options, waitedMs),
+        captureStackTrace: false
+      })
+    return limiter === undefined
+      ? tracedStream(run({ admission: undefined }), undefined)
+      : Stream.unwrapScoped(
+        Effect.map(admitFirst(request, options), ({ first, waitedMs }) => tracedStream(run(first), waitedMs))
+      )
+  }
 
   /**
    * One attempt through the rate limiter: takes the first admission or waits for capacity, sends, learns
@@ -334,27 +364,30 @@ export const make: Effect.Effect<
    * Opens a stream: the attempt ends at the status line; the events carry on the idle limit between chunks
    * and what is left of the total limit.
    */
-  const open = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions) => {
+  const open = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, first: FirstAdmission) => {
     const idle = options.idleTimeout === undefined ? config.streamIdleTimeout : Duration.decode(options.idleTimeout)
-    return exchange(request, options, "text/event-stream", (sent) => {
-      // a 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show
-      const type = sent.meta.headers["content-type"]
-      return type === undefined || type.toLowerCase().includes("text/event-stream") ?
-        Effect.succeed(sent) :
-        Effect.flatMap(
-          Effect.orElseSucceed(Transport.readBounded(sent.response), () => ""),
-          (text) =>
-            Effect.fail(
-              new DecodeError({
-                message: `expected an event stream, got ${redact(type).slice(0, 100)}`,
-                endpoint: sent.endpoint,
-                status: sent.meta.status,
-                ...(sent.meta.requestId === undefined ? {} : { requestId: sent.meta.requestId }),
-                excerpt: excerpt(redact(text))
-              })
-            )
-        )
-    }).pipe(
+    return retrying(
+      attempt(request, options, "text/event-stream", (sent) => {
+        // a 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show
+        const type = sent.meta.headers["content-type"]
+        return type === undefined || type.toLowerCase().includes("text/event-stream") ?
+          Effect.succeed(sent) :
+          Effect.flatMap(
+            Effect.orElseSucceed(Transport.readBounded(sent.response), () => ""),
+            (text) =>
+              Effect.fail(
+                new DecodeError({
+                  message: `expected an event stream, got ${redact(type).slice(0, 100)}`,
+                  endpoint: sent.endpoint,
+                  status: sent.meta.status,
+                  ...(sent.meta.requestId === undefined ? {} : { requestId: sent.meta.requestId }),
+                  excerpt: excerpt(redact(text))
+                })
+              )
+          )
+      }, first),
+      options
+    ).pipe(
       Effect.map(({ endpoint, meta, permit, response, sentAt, timeouts }) => ({
         endpoint,
         meta,
@@ -397,81 +430,93 @@ export const make: Effect.Effect<
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions = {}
   ): Stream.Stream<ServerSentEvent, ApiError> =>
-    Stream.unwrap(
-      Effect.map(open(request, options), ({ events }) =>
-        Stream.map(events, (event): ServerSentEvent => ({ event: event.event, data: event.data })))
-    )
+    admittedStream(request, options, (first) =>
+      Stream.unwrap(
+        Effect.map(
+          open(request, options, first),
+          ({ events }) => Stream.map(events, (event): ServerSentEvent => ({ event: event.event, data: event.data }))
+        )
+      ))
 
   const jsonStream = <A, I>(
     request: HttpClientRequest.HttpClientRequest,
     schema: Schema.Schema<A, I>,
     options: StreamOptions = {}
   ): Stream.Stream<A, ApiError> =>
-    Stream.unwrap(Effect.map(open(request, options), ({ endpoint, events, meta, permit }) => {
-      const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
-      const context = { endpoint, requestId: meta.requestId, rateLimit: meta.rateLimit }
-      const decode = Transport.decoder(schema, endpoint, redact)
-      let ended = false
-      let failure: ApiError | undefined
-      let usage: A | undefined
-      /** The payload of an error event, redacted (the server may echo the key), as JSON when it is JSON. */
-      const errorOf = (data: string): ApiError => {
-        let payload: unknown
-        try {
-          payload = JSON.parse(redact(data))
-        } catch {
-          payload = { error: { message: redact(data) } }
-        }
-        return fromStreamError(payload, context)
-      }
-      /** One event to its value, or the error that ends the stream. */
-      const decodeEvent = (event: ServerSentEvent): Either.Either<A, ApiError> => {
-        if (event.event === "error") return Either.left(errorOf(event.data))
-        const data = decode.parse(event.data, meta)
-        if (Either.isLeft(data)) return Either.left(data.left)
-        if (isErrorPayload(data.right)) return Either.left(errorOf(event.data))
-        return decode.value(data.right, event.data, meta)
-      }
-      // decoded a network chunk at a time, synchronously (no effect per event); the terminator or an error ends
-      // the stream within its chunk (a `stop` mark), without waiting for more bytes
-      const body = events.pipe(
-        Stream.mapChunks((chunk) => {
-          const values: Array<A | typeof stop> = []
-          for (const event of chunk) {
-            const data = event.data.trim()
-            if (data === "") continue
-            if (terminator !== null && data === terminator) {
-              ended = true
-              values.push(stop)
-              break
+    admittedStream(
+      request,
+      options,
+      (first) =>
+        Stream.unwrap(Effect.map(open(request, options, first), ({ endpoint, events, meta, permit }) => {
+          const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
+          const context = { endpoint, requestId: meta.requestId, rateLimit: meta.rateLimit }
+          const decode = Transport.decoder(schema, endpoint, redact)
+          let ended = false
+          let failure: ApiError | undefined
+          let usage: A | undefined
+          /** The payload of an error event, redacted (the server may echo the key), as JSON when it is JSON. */
+          const errorOf = (data: string): ApiError => {
+            let payload: unknown
+            try {
+              payload = JSON.parse(redact(data))
+            } catch {
+              payload = { error: { message: redact(data) } }
             }
-            const value = decodeEvent(event)
-            if (Either.isLeft(value)) {
-              failure = value.left
-              values.push(stop)
-              break
-            }
-            if (usageTotal(value.right) !== undefined) usage = value.right
-            values.push(value.right)
+            return fromStreamError(payload, context)
           }
-          return Chunk.unsafeFromArray(values)
-        }),
-        Stream.takeWhile((value): value is A => value !== stop),
-        // however the stream ends (done, failed, interrupted, or its consumer stopped early), the usage it saw
-        // settles the reservation
-        Stream.ensuring(Effect.suspend(() => reconcile(permit, usage)))
-      )
-      return Stream.concat(
-        body,
-        Stream.suspend(() =>
-          failure !== undefined
-            ? Stream.fail(failure)
-            : terminator !== null && !ended
-            ? Stream.fail(new TransportError({ message: `stream ended before ${terminator}`, endpoint }))
-            : Stream.empty
-        )
-      )
-    }))
+          /** One event to its value, or the error that ends the stream. */
+          const decodeEvent = (event: ServerSentEvent): Either.Either<A, ApiError> => {
+            if (event.event === "error") return Either.left(errorOf(event.data))
+            const data = decode.parse(event.data, meta)
+            if (Either.isLeft(data)) return Either.left(data.left)
+            if (isErrorPayload(data.right)) return Either.left(errorOf(event.data))
+            return decode.value(data.right, event.data, meta)
+          }
+          // decoded a network chunk at a time, synchronously (no effect per event); the terminator or an error ends
+          // the stream within its chunk (a `stop` mark), without waiting for more bytes
+          const body = events.pipe(
+            Stream.mapChunks((chunk) => {
+              const values: Array<A | typeof stop> = []
+              for (const event of chunk) {
+                const data = event.data.trim()
+                if (data === "") continue
+                if (terminator !== null && data === terminator) {
+                  ended = true
+                  values.push(stop)
+                  break
+                }
+                const value = decodeEvent(event)
+                if (Either.isLeft(value)) {
+                  failure = value.left
+                  values.push(stop)
+                  break
+                }
+                if (usageTotal(value.right) !== undefined) usage = value.right
+                values.push(value.right)
+              }
+              return Chunk.unsafeFromArray(values)
+            }),
+            Stream.takeWhile((value): value is A => value !== stop),
+            // however the stream ends (done, failed, interrupted, or its consumer stopped early), the usage it saw
+            // settles the reservation
+            Stream.ensuring(Effect.suspend(() => reconcile(permit, usage)))
+          )
+          return Stream.concat(
+            body,
+            Stream.suspend(() => {
+              const end = failure !== undefined
+                ? Stream.fail(failure)
+                : terminator !== null && !ended
+                ? Stream.fail(new TransportError({ message: `stream ended before ${terminator}`, endpoint }))
+                : Stream.empty
+              // the operation's span shows the usage the stream reported (this runs within it, a finalizer not)
+              return options.span === undefined || usage === undefined
+                ? end
+                : Stream.concat(Stream.drain(Stream.fromEffect(annotateResponse(usage))), end)
+            })
+          )
+        }))
+    )
 
   return { apiVersion: config.apiVersion, json, text, sse, jsonStream }
 })

@@ -76,8 +76,8 @@ export const make: Effect.Effect<Chat.Service, never, InferenceHttpClient> = Eff
       })),
       // decodes as ChatCompletionChunk, faster: one chunk per token
       ChatCompletionChunkFromWire,
-      { model: params.model }
-    ).pipe(Stream.withSpan("Chat.createStream", { attributes: { "gen_ai.request.model": params.model } }))
+      { model: params.model, span: { name: "Chat.createStream", operation: "chat" } }
+    )
   return {
     create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
     createWithResponse,

@@ -7,7 +7,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Stream from "effect/Stream"
+import type * as Stream from "effect/Stream"
 import { Completion, type CreateCompletionParams } from "../schemas/Completions.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
@@ -64,8 +64,8 @@ export const make: Effect.Effect<Completions.Service, never, InferenceHttpClient
           stream_options: { include_usage: true, ...params.stream_options }
         })),
         Completion,
-        { model: params.model }
-      ).pipe(Stream.withSpan("Completions.createStream", { attributes: { "gen_ai.request.model": params.model } }))
+        { model: params.model, span: { name: "Completions.createStream", operation: "text_completion" } }
+      )
   }
 })
 

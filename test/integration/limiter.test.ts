@@ -4,6 +4,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
@@ -33,6 +34,17 @@ const runToCompletion = <A, E>(fiber: Fiber.Fiber<A, E>, total: number, done: ()
       yield* TestClock.adjust(Math.max(1, Math.min(...wakeUps) - now))
     }
     return yield* Effect.dieMessage(`not done after ${maxSteps} clock steps`)
+  })
+
+/** The default tracer, keeping every span it makes in `spans`. */
+const recordingTracer = (base: Tracer.Tracer, spans: Array<Tracer.Span>): Tracer.Tracer =>
+  Tracer.make({
+    span: (...args) => {
+      const span = base.span(...args)
+      spans.push(span)
+      return span
+    },
+    context: base.context
   })
 
 describe("the proactive rate limiter against the emulator", () => {
@@ -95,15 +107,7 @@ describe("the proactive rate limiter against the emulator", () => {
   it.effect("the operation's span opens when the request leaves the line, with the wait, model and usage on it", () => {
     const spans: Array<Tracer.Span> = []
     return Effect.gen(function*() {
-      const base = yield* Effect.tracer
-      const recording = Tracer.make({
-        span: (...args) => {
-          const span = base.span(...args)
-          spans.push(span)
-          return span
-        },
-        context: base.context
-      })
+      const recording = recordingTracer(yield* Effect.tracer, spans)
       const chat = yield* Chat.Chat
       const model = "Llama-3.3-70B-Instruct"
       let done = 0
@@ -137,6 +141,31 @@ describe("the proactive rate limiter against the emulator", () => {
       assert.deepStrictEqual(waits.slice(0, 20), Array.from({ length: 20 }, () => 0))
       assert.isAtLeast(waits[20]!, 6_000)
     }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "6 seconds", rateLimiter: { margin: 0 } })))
+  })
+
+  it.effect("a stream's span covers the stream to its end and carries its usage", () => {
+    const spans: Array<Tracer.Span> = []
+    return Effect.gen(function*() {
+      const recording = recordingTracer(yield* Effect.tracer, spans)
+      const chat = yield* Chat.Chat
+      const model = "Llama-3.3-70B-Instruct"
+      const chunks = yield* Stream.runCollect(chat.createStream(ask(model, "stream this", { max_tokens: 20 }))).pipe(
+        Effect.withSpan("caller"),
+        Effect.withTracer(recording)
+      )
+      const usage = Chunk.toReadonlyArray(chunks).find((chunk) => chunk.usage)?.usage
+      const [caller] = spans.filter((span) => span.name === "caller")
+      const [span] = spans.filter((span) => span.name === "Chat.createStream")
+      assert.strictEqual(span?.status._tag, "Ended")
+      assert.strictEqual(Option.getOrUndefined(span!.parent)?.spanId, caller?.spanId)
+      assert.strictEqual(span?.attributes.get("gen_ai.operation.name"), "chat")
+      assert.strictEqual(span?.attributes.get("aifs.limiter.wait_ms"), 0)
+      assert.strictEqual(span?.attributes.get("gen_ai.usage.input_tokens"), usage?.prompt_tokens)
+      assert.strictEqual(span?.attributes.get("gen_ai.usage.output_tokens"), usage?.completion_tokens)
+      // the HTTP exchange ran inside it
+      const http = spans.find((s) => s.name.startsWith("http.client"))
+      assert.strictEqual(Option.getOrUndefined(http!.parent)?.spanId, span?.spanId)
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic" })))
   })
 
   it.effect("a request larger than the whole token quota fails at once, before it is sent", () =>
