@@ -19,6 +19,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import type * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { excerpt, fromHttpClientError, fromStreamError } from "../internal/errors.js"
 import { fingerprint, makeRedactor } from "../internal/redact.js"
@@ -147,7 +148,8 @@ export const make: Effect.Effect<
    */
   const admit = (
     request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions
+    options: RequestOptions,
+    scope: Scope.Scope | undefined
   ): Effect.Effect<Admission, RequestTooLarge> => {
     if (limiter === undefined) return Effect.succeed({ permit: undefined, options, model: undefined })
     // the body is parsed only to estimate its cost for the limiter
@@ -156,7 +158,7 @@ export const make: Effect.Effect<
     const model = cost?.model
     if (cost === undefined || model === undefined) return Effect.succeed({ permit: undefined, options, model })
     const ticket = { key: keyId, model, tokens: cost.tokens }
-    const acquire = Effect.map(limiter.acquire(ticket), (permit): Admission => ({ permit, options, model }))
+    const acquire = Effect.map(limiter.acquire(ticket, scope), (permit): Admission => ({ permit, options, model }))
     if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
     return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
       wait
@@ -188,22 +190,25 @@ export const make: Effect.Effect<
     })
 
   /**
-   * Waits for the first admission of a request, interruptibly; the permit goes back when no attempt took it
-   * by the time the scope closes. Hands back the admission and how long the caller waited for it.
+   * Waits for the first admission of a request. A permit that no attempt settles (the caller interrupted as it
+   * was granted, or before an attempt took it) goes back when the scope closes. Hands back the admission and
+   * how long the caller waited for it.
    */
   const admitFirst = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions) =>
     Effect.flatMap(
-      Clock.currentTimeMillis,
-      (arrived) =>
-        Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(restore(admit(request, options)), (admission) => {
-            const first: FirstAdmission = { admission }
-            return Effect.zipRight(
-              Effect.addFinalizer(() => Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)),
-              Effect.map(Clock.currentTimeMillis, (now) => ({ first, waitedMs: now - arrived }))
-            )
-          })
-        )
+      Effect.scope,
+      (scope) =>
+        Effect.flatMap(Clock.currentTimeMillis, (arrived) =>
+          admit(request, options, scope).pipe(
+            Effect.flatMap((admission) =>
+              Effect.map(Clock.currentTimeMillis, (now) => {
+                const first: FirstAdmission = { admission, scope }
+                return { first, waitedMs: now - arrived }
+              })
+            ),
+            // refused by the limiter (larger than the whole quota): the operation's span still shows why
+            Effect.catchAll((error) => traced(Effect.fail(error), options, undefined))
+          ))
     )
 
   /**
@@ -216,7 +221,7 @@ export const make: Effect.Effect<
     options: RequestOptions,
     run: (first: FirstAdmission) => Effect.Effect<A, ApiError>
   ): Effect.Effect<A, ApiError> =>
-    limiter === undefined ? traced(run({ admission: undefined }), options, undefined) : Effect.scoped(
+    limiter === undefined ? traced(run({ admission: undefined, scope: undefined }), options, undefined) : Effect.scoped(
       Effect.flatMap(admitFirst(request, options), ({ first, waitedMs }) => traced(run(first), options, waitedMs))
     )
 
@@ -232,7 +237,7 @@ export const make: Effect.Effect<
         captureStackTrace: false
       })
     return limiter === undefined
-      ? tracedStream(run({ admission: undefined }), undefined)
+      ? tracedStream(run({ admission: undefined, scope: undefined }), undefined)
       : Stream.unwrapScoped(
         Effect.map(admitFirst(request, options), ({ first, waitedMs }) => tracedStream(run(first), waitedMs))
       )
@@ -255,7 +260,7 @@ export const make: Effect.Effect<
     // inside `restore`, where the permit is always accounted for
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        const admission = first.admission ?? (yield* restore(admit(request, options)))
+        const admission = first.admission ?? (yield* restore(admit(request, options, first.scope)))
         first.admission = undefined
         const { model, permit } = admission
         const routed = admission.options
@@ -531,9 +536,13 @@ interface Admission {
   readonly model: string | undefined
 }
 
-/** The admission of a request's first attempt, until the attempt takes it. */
+/**
+ * The admission of a request's first attempt, until the attempt takes it, and the scope of the request (its
+ * permits go back when it closes unless an attempt settled them).
+ */
 interface FirstAdmission {
   admission: Admission | undefined
+  readonly scope: Scope.Scope | undefined
 }
 
 /** A response whose status line came back, handed to the reader of an attempt. */

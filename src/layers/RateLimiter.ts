@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
@@ -145,9 +146,14 @@ export declare namespace RateLimiter {
   export interface Service {
     /** Tokens to reserve for a JSON body sent to `path`, and the model it names. */
     readonly cost: (path: string, body: unknown) => { readonly model: string | undefined; readonly tokens: number }
-    /** Waits in line until the request fits, then counts it. Fails at once when it can never fit. */
+    /**
+     * Waits in line until the request fits, then counts it. Fails at once when it can never fit. With a
+     * `scope`, the permit also goes back when the scope closes and nothing settled it (answered, cancelled,
+     * refunded): an interruption that lands just as the permit is granted then loses nothing.
+     */
     readonly acquire: (
-      request: { readonly key: string; readonly model: string; readonly tokens: number }
+      request: { readonly key: string; readonly model: string; readonly tokens: number },
+      scope?: Scope.Scope
     ) => Effect.Effect<Permit, RequestTooLarge>
     /** True when a request would have to wait now (for queue routing). */
     readonly wouldWait: (
@@ -181,6 +187,8 @@ interface Bucket {
   waiting: number
   /** Wakes the caller at the head of the line from its sleep when capacity comes back. */
   wake: Deferred.Deferred<void> | undefined
+  /** How many times capacity came back (so that a release during a reservation is not missed). */
+  releases: number
   /** Whether a caller is at the head of the line (its turn). */
   busy: boolean
   /**
@@ -244,6 +252,7 @@ export const make = (
           widenedAt: Number.NEGATIVE_INFINITY,
           waiting: 0,
           wake: undefined,
+          releases: 0,
           busy: false,
           line: [],
           head: 0
@@ -316,6 +325,7 @@ export const make = (
      */
     const released = (bucket: Bucket) =>
       Effect.suspend(() => {
+        bucket.releases++
         const wake = bucket.wake
         bucket.wake = undefined
         return wake === undefined
@@ -323,16 +333,28 @@ export const make = (
           : Effect.zipRight(Deferred.succeed(wake, undefined), publish(bucket))
       })
 
-    const permit = (bucket: Bucket, id: number, tokens: number): Permit => ({
-      tokens,
-      reconcile: (actual) =>
-        actual > tokens || (reconcileMode === "actual" && actual !== tokens)
-          ? Effect.zipRight(store.adjust(bucket.id, id, actual), released(bucket))
-          : Effect.void,
-      answered: Effect.flatMap(Clock.currentTimeMillis, (now) => store.restamp(bucket.id, id, now)),
-      cancel: Effect.zipRight(store.remove(bucket.id, id), released(bucket)),
-      refund: Effect.zipRight(store.adjust(bucket.id, id, 0), released(bucket))
-    })
+    /** A permit, and whether anything settled it yet (answered, cancelled or refunded). */
+    const permit = (bucket: Bucket, id: number, tokens: number) => {
+      let settled = false
+      const settling = (effect: Effect.Effect<void>) =>
+        Effect.suspend(() => {
+          settled = true
+          return effect
+        })
+      const granted: Permit = {
+        tokens,
+        reconcile: (actual) =>
+          actual > tokens
+            ? Effect.zipRight(store.adjust(bucket.id, id, actual), publish(bucket))
+            : reconcileMode === "actual" && actual < tokens
+            ? Effect.zipRight(store.adjust(bucket.id, id, actual), released(bucket))
+            : Effect.void,
+        answered: settling(Effect.flatMap(Clock.currentTimeMillis, (now) => store.restamp(bucket.id, id, now))),
+        cancel: settling(Effect.zipRight(store.remove(bucket.id, id), released(bucket))),
+        refund: settling(Effect.zipRight(store.adjust(bucket.id, id, 0), released(bucket)))
+      }
+      return { granted, unsettled: () => !settled }
+    }
 
     /**
      * The line of a bucket: the caller whose turn it is runs the admission loop in its own fiber; everyone
@@ -359,7 +381,7 @@ export const make = (
       bucket.busy = false
     }
 
-    const acquire: RateLimiter.Service["acquire"] = (request) => {
+    const acquire: RateLimiter.Service["acquire"] = (request, scope) => {
       const bucket = bucketOf(request.key, request.model)
       if (request.tokens > bucket.tokens) return Effect.fail(tooLarge(bucket, request.tokens))
       // only the wait in line and the sleeps at the head can be interrupted: an entry the store admitted always
@@ -371,15 +393,23 @@ export const make = (
             if (request.tokens > bucket.tokens) return yield* Effect.fail(tooLarge(bucket, request.tokens))
             const now = yield* Clock.currentTimeMillis
             settleMargin(bucket, now)
+            // capacity that comes back while the store answers is not missed: the count tells
+            const releases = bucket.releases
             const reservation = bucket.blockedUntil > now
               ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
               : yield* store.reserve(bucket.id, now, request.tokens, limitsOf(bucket))
             if (reservation._tag === "Admitted") {
+              const { granted, unsettled } = permit(bucket, reservation.id, request.tokens)
+              // an interruption landing as the caller gets the permit loses nothing: the scope gives it back
+              if (scope !== undefined) {
+                yield* Scope.addFinalizer(scope, Effect.suspend(() => unsettled() ? granted.cancel : Effect.void))
+              }
               yield* Metric.increment(ClientMetrics.limiterAdmitted)
               yield* Metric.incrementBy(ClientMetrics.limiterTokensReserved, request.tokens)
-              return permit(bucket, reservation.id, request.tokens)
+              return granted
             }
             if (reservation._tag === "TooLarge") return yield* Effect.fail(tooLarge(bucket, request.tokens))
+            if (bucket.releases !== releases) continue
             // until the window frees enough, or sooner when a reservation shrinks or comes back
             const wake = yield* Deferred.make<void>()
             bucket.wake = wake
@@ -418,7 +448,9 @@ export const make = (
                     node.state = "gone"
                   } else handOn(bucket)
                   node.resume = undefined
-                  return publish(bucket)
+                  // the state shown to observers must not cost the caller its permit
+                  return Effect.catchAllCause(publish(bucket), (cause) =>
+                    Effect.logDebug("aifs: limiter state", cause))
                 })
               )
             )

@@ -79,14 +79,13 @@ export const sendEdit = <A, I>(
  */
 export const make: Effect.Effect<Images.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const generateWithResponse = Effect.fn("Images.generate")(function*(params: CreateImageParams) {
-    yield* annotateRequest("images.generations", params.model)
-    return yield* http.json(
+  // the span is the transport's, opened when the request leaves the limiter's line
+  const generateWithResponse = (params: CreateImageParams) =>
+    http.json(
       HttpClientRequest.post("/images/generations").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       ImagesResponse,
-      { model: params.model }
+      { model: params.model, span: { name: "Images.generate", operation: "images.generations" } }
     )
-  })
   const edit = Effect.fn("Images.edit")(function*(params: EditImageParams) {
     yield* annotateRequest("images.edits", params.model)
     // the queue may hold the request until the key has capacity

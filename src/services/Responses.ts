@@ -12,7 +12,6 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { annotateRequest } from "../internal/spans.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { type CreateResponseParams, knownEventTypes, Response, ResponseStreamEvent } from "../schemas/Responses.js"
 import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
@@ -65,27 +64,19 @@ const isKnown = (event: ResponseStreamEvent | typeof UnknownEvent.Type): event i
  */
 export const make: Effect.Effect<Responses.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const createWithResponse = Effect.fn("Responses.create")(function*(params: CreateResponseParams) {
-    yield* annotateRequest("responses", params.model)
-    const result = yield* http.json(
+  // the span is the transport's, opened when the request leaves the limiter's line
+  const createWithResponse = (params: CreateResponseParams) =>
+    http.json(
       HttpClientRequest.post("/responses").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       Response,
-      { model: params.model }
+      { model: params.model, span: { name: "Responses.create", operation: "responses" } }
     )
-    if (result.value.usage) {
-      yield* Effect.annotateCurrentSpan({
-        "gen_ai.usage.input_tokens": result.value.usage.input_tokens,
-        "gen_ai.usage.output_tokens": result.value.usage.output_tokens
-      })
-    }
-    return result
-  })
   const createStream = (params: CreateResponseParams): Stream.Stream<ResponseStreamEvent, ApiError> =>
     http.jsonStream(
       HttpClientRequest.post("/responses").pipe(HttpClientRequest.bodyUnsafeJson({ ...params, stream: true })),
       StreamEvent,
       // the events end when the server closes the stream: there is no [DONE]
-      { model: params.model, terminator: null }
+      { model: params.model, terminator: null, span: { name: "Responses.createStream", operation: "responses" } }
     ).pipe(
       // the type is not logged: it is the server's text, which could echo anything
       Stream.mapChunksEffect((events) => {
@@ -93,8 +84,7 @@ export const make: Effect.Effect<Responses.Service, never, InferenceHttpClient> 
         return known.length === events.length
           ? Effect.succeed(known)
           : Effect.as(Effect.logDebug("aifs: skipping a response stream event of an unknown type"), known)
-      }),
-      Stream.withSpan("Responses.createStream", { attributes: { "gen_ai.request.model": params.model } })
+      })
     )
   return {
     create: (params) => Effect.map(createWithResponse(params), (r) => r.value),

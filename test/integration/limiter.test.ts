@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -168,14 +169,22 @@ describe("the proactive rate limiter against the emulator", () => {
     }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic" })))
   })
 
-  it.effect("a request larger than the whole token quota fails at once, before it is sent", () =>
-    Effect.gen(function*() {
+  it.effect("a request larger than the whole token quota fails at once, before it is sent", () => {
+    const spans: Array<Tracer.Span> = []
+    return Effect.gen(function*() {
+      const recording = recordingTracer(yield* Effect.tracer, spans)
       const chat = yield* Chat.Chat
       const before = yield* count(ClientMetrics.limiterAdmitted)
-      const error = yield* Effect.flip(chat.create(ask("Llama-3.3-70B-Instruct", "hi", { max_tokens: 20_000 })))
+      const error = yield* Effect.flip(chat.create(ask("Llama-3.3-70B-Instruct", "hi", { max_tokens: 20_000 }))).pipe(
+        Effect.withTracer(recording)
+      )
+      // its span shows the refusal
+      const [span] = spans.filter((s) => s.name === "Chat.create")
+      assert.isTrue(span?.status._tag === "Ended" && Exit.isFailure(span.status.exit))
       assert.strictEqual(error._tag, "RequestTooLarge")
       // refused by the client: no status (the server's own refusal would carry its 429)
       if (error._tag === "RequestTooLarge") assert.isUndefined(error.status)
       assert.strictEqual((yield* count(ClientMetrics.limiterAdmitted)) - before, 0)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic" }))))
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic" })))
+  })
 })

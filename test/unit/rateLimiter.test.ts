@@ -1,13 +1,20 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
+import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
+import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
+import * as TokenEstimator from "../../src/layers/TokenEstimator.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 
 const limiterWith = (options: RateLimiter.Options) =>
@@ -23,6 +30,17 @@ const driveUntilDone = <A, E>(fiber: Fiber.Fiber<A, E>, step: Duration.DurationI
       yield* TestClock.adjust(step)
     }
     return yield* Effect.dieMessage(`not done after ${maxSteps} steps`)
+  })
+
+/** The result of `fiber` once the fibers it waits on have run (a few yields), or a failed assertion: never a hang. */
+const settled = <A, E>(fiber: Fiber.Fiber<A, E>, what: string) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 50; i++) {
+      const exit = yield* Fiber.poll(fiber)
+      if (Option.isSome(exit)) return yield* exit.value
+      yield* Effect.yieldNow()
+    }
+    return assert.fail(`${what}: still waiting`)
   })
 
 /** The largest number of admissions within any interval of `windowMs` starting at an admission. */
@@ -122,7 +140,7 @@ describe("RateLimiter", () => {
       yield* Fiber.interruptFork(head)
       yield* Fiber.interruptFork(next)
       yield* TestClock.adjust("10 seconds")
-      yield* Fiber.join(last)
+      yield* settled(last, "the caller behind an interrupted turn")
       assert.isTrue(Exit.isInterrupted(yield* Fiber.await(next)))
       const [state] = yield* limiter.snapshot
       assert.strictEqual(state?.waiting, 0)
@@ -130,7 +148,7 @@ describe("RateLimiter", () => {
       // and the line is free for the next caller
       const after = yield* Effect.fork(limiter.acquire(ticket()))
       yield* TestClock.adjust("10 seconds")
-      yield* Fiber.join(after)
+      yield* settled(after, "the next caller")
     }))
 
   it.effect("random arrivals and interruptions: the rest are admitted in arrival order, within the quota, none left", () =>
@@ -144,6 +162,7 @@ describe("RateLimiter", () => {
       )
       for (const callers of scenarios) {
         const limiter = yield* limiterWith({ limits: { m: { rpm: 3, tpm: 1_000_000 } }, window: "1 second" })
+        const admittedBefore = (yield* Metric.value(ClientMetrics.limiterAdmitted)).count
         const admitted: Array<{ readonly index: number; readonly at: number }> = []
         const fibers: Array<Fiber.RuntimeFiber<number, unknown>> = []
         for (const [index] of callers.entries()) {
@@ -175,6 +194,8 @@ describe("RateLimiter", () => {
         assert.isAtMost(maxInAnyWindow(admitted.map((a) => a.at), 1_000), 3)
         const [state] = yield* limiter.snapshot
         assert.strictEqual(state?.waiting, 0)
+        // every entry the store admitted reached a caller
+        assert.strictEqual((yield* Metric.value(ClientMetrics.limiterAdmitted)).count - admittedBefore, admitted.length)
       }
     }))
 
@@ -207,15 +228,88 @@ describe("RateLimiter", () => {
       assert.isTrue(Option.isNone(yield* Fiber.poll(second)))
       // the answer said 250 tokens: 850 fit, and the head of the line goes without the clock moving
       yield* first.reconcile(250)
-      const granted = yield* Fiber.join(second)
+      const granted = yield* settled(second, "the head after a reservation shrank")
       assert.strictEqual((yield* limiter.snapshot)[0]?.usedTokens, 850)
       // the same when a reservation is given back
       const third = yield* Effect.fork(limiter.acquire(ticket(600)))
       yield* Effect.yieldNow()
       assert.isTrue(Option.isNone(yield* Fiber.poll(third)))
       yield* granted.cancel
-      yield* Fiber.join(third)
+      yield* settled(third, "the head after a reservation came back")
       assert.strictEqual(yield* Clock.currentTimeMillis, 0)
+    }))
+
+  it.effect("capacity that comes back while the store is answering the head is not missed", () =>
+    Effect.gen(function*() {
+      // a store whose second answer is held back until the test lets it go
+      const gate = yield* Deferred.make<void>()
+      let reserves = 0
+      const heldStore = Layer.effect(
+        LimiterStore.LimiterStore,
+        Effect.map(LimiterStore.LimiterStore, (inner) => ({
+          ...inner,
+          reserve: (...args: Parameters<LimiterStore.LimiterStore.Service["reserve"]>) =>
+            Effect.flatMap(
+              inner.reserve(...args),
+              (answer) => ++reserves === 2 ? Effect.as(Deferred.await(gate), answer) : Effect.succeed(answer)
+            )
+        }))
+      ).pipe(Layer.provide(LimiterStore.layerMemory))
+      const limiter = yield* Effect.provide(
+        RateLimiter.RateLimiter,
+        RateLimiter.layerWith({
+          margin: 0,
+          limits: { m: { rpm: 100, tpm: 1000 } },
+          window: "10 seconds",
+          reconcile: "actual"
+        })
+          .pipe(Layer.provide(Layer.merge(heldStore, TokenEstimator.layer)))
+      )
+      const first = yield* limiter.acquire(ticket(600))
+      const second = yield* Effect.fork(limiter.acquire(ticket(600)))
+      yield* Effect.yieldNow()
+      // the store is about to say "wait 10 s" when the first answer gives 350 tokens back
+      yield* first.reconcile(250)
+      yield* Deferred.succeed(gate, undefined)
+      yield* settled(second, "the head whose capacity came back during the store's answer")
+    }))
+
+  it.effect("a permit granted just as its caller is interrupted goes back when the caller's scope closes", () =>
+    Effect.gen(function*() {
+      // observers' state is published through a store read that the test holds up: the grant's tail suspends
+      const gate = yield* Deferred.make<void>()
+      let hold = false
+      const slowStore = Layer.effect(
+        LimiterStore.LimiterStore,
+        Effect.map(LimiterStore.LimiterStore, (inner) => ({
+          ...inner,
+          usage: (...args: Parameters<LimiterStore.LimiterStore.Service["usage"]>) =>
+            hold ? Effect.zipRight(Deferred.await(gate), inner.usage(...args)) : inner.usage(...args)
+        }))
+      ).pipe(Layer.provide(LimiterStore.layerMemory))
+      const limiter = yield* Effect.provide(
+        RateLimiter.RateLimiter,
+        RateLimiter.layerWith({ margin: 0, limits: { m: { rpm: 100, tpm: 1_000_000 } } })
+          .pipe(Layer.provide(Layer.merge(slowStore, TokenEstimator.layer)))
+      )
+      const scope = yield* Scope.make()
+      let received = 0
+      hold = true
+      const caller = yield* Effect.fork(
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(restore(limiter.acquire(ticket(), scope)), () => Effect.sync(() => received++))
+        )
+      )
+      for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+      yield* Fiber.interruptFork(caller)
+      for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+      hold = false
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.await(caller)
+      assert.strictEqual(received, 0)
+      assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 1)
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 0)
     }))
 
   it.effect("an answered request counts from the answer, so it never leaves the window before the server's count", () =>
