@@ -19,7 +19,6 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import type * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { excerpt, fromHttpClientError, fromStreamError } from "../internal/errors.js"
 import { fingerprint, makeRedactor } from "../internal/redact.js"
@@ -143,13 +142,13 @@ export const make: Effect.Effect<
     Transport.decodeJson(schema, text, meta, endpoint, redact)
 
   /**
-   * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured). The caller
-   * runs it interruptibly and guards the permit it hands back.
+   * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured); `onGranted`
+   * sees the permit as the limiter grants it. Use through `admitGuarded`.
    */
   const admit = (
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
-    scope: Scope.Scope | undefined
+    onGranted: (permit: Permit) => void
   ): Effect.Effect<Admission, RequestTooLarge> => {
     if (limiter === undefined) return Effect.succeed({ permit: undefined, options, model: undefined })
     // the body is parsed only to estimate its cost for the limiter
@@ -158,7 +157,7 @@ export const make: Effect.Effect<
     const model = cost?.model
     if (cost === undefined || model === undefined) return Effect.succeed({ permit: undefined, options, model })
     const ticket = { key: keyId, model, tokens: cost.tokens }
-    const acquire = Effect.map(limiter.acquire(ticket, scope), (permit): Admission => ({ permit, options, model }))
+    const acquire = Effect.map(limiter.acquire(ticket, onGranted), (permit): Admission => ({ permit, options, model }))
     if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
     return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
       wait
@@ -169,6 +168,24 @@ export const make: Effect.Effect<
           model
         })
         : acquire)
+  }
+
+  /**
+   * `admit`, from inside an uninterruptible region (`restore` makes the wait interruptible): a permit granted
+   * just as an interruption lands is given back, not lost between the limiter and this caller.
+   */
+  const admitGuarded = (
+    restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>,
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions
+  ): Effect.Effect<Admission, RequestTooLarge> => {
+    let granted: Permit | undefined
+    return Effect.flatMap(
+      Effect.exit(restore(admit(request, options, (permit) => {
+        granted = permit
+      }))),
+      (exit) => Exit.isSuccess(exit) || granted === undefined ? exit : Effect.zipRight(granted.cancel, exit)
+    )
   }
 
   /** The attributes of the operation's span. */
@@ -190,26 +207,41 @@ export const make: Effect.Effect<
     })
 
   /**
-   * Waits for the first admission of a request. A permit that no attempt settles (the caller interrupted as it
-   * was granted, or before an attempt took it) goes back when the scope closes. Hands back the admission and
-   * how long the caller waited for it.
+   * Waits for the first admission of a request, interruptibly, and runs `use` with it and how long the caller
+   * waited; `use` must take `first.admission` (an attempt does) or it goes back when `use` ends. A request the
+   * limiter refuses (larger than the whole quota) still gets its span, showing why.
    */
-  const admitFirst = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions) =>
-    Effect.flatMap(
-      Effect.scope,
-      (scope) =>
-        Effect.flatMap(Clock.currentTimeMillis, (arrived) =>
-          admit(request, options, scope).pipe(
-            Effect.flatMap((admission) =>
-              Effect.map(Clock.currentTimeMillis, (now) => {
-                const first: FirstAdmission = { admission, scope }
-                return { first, waitedMs: now - arrived }
-              })
-            ),
-            // refused by the limiter (larger than the whole quota): the operation's span still shows why
-            Effect.catchAll((error) => traced(Effect.fail(error), options, undefined))
-          ))
-    )
+  const admitFirst = <B, E2, R2>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    use: (first: FirstAdmission, waitedMs: number) => Effect.Effect<B, E2, R2>
+  ): Effect.Effect<B, ApiError | E2, R2> =>
+    // as few frames as possible stay on a caller's fiber while it waits: thousands may wait at once
+    Effect.clockWith((clock) => {
+      const arrived = clock.unsafeCurrentTimeMillis()
+      return Effect.uninterruptibleMask((restore) => {
+        let granted: Permit | undefined
+        return Effect.flatMap(
+          Effect.exit(restore(admit(request, options, (permit) => {
+            granted = permit
+          }))),
+          (exit): Effect.Effect<B, ApiError | E2, R2> => {
+            if (Exit.isFailure(exit)) {
+              // granted as an interruption landed: given back; refused (larger than the whole quota): the
+              // operation's span still shows why
+              const cause = Effect.failCause(exit.cause)
+              const failed = granted === undefined ? cause : Effect.zipRight(granted.cancel, cause)
+              return Exit.isInterrupted(exit) ? failed : traced(failed, options, undefined)
+            }
+            const first: FirstAdmission = { admission: exit.value }
+            return Effect.ensuring(
+              restore(Effect.suspend(() => use(first, clock.unsafeCurrentTimeMillis() - arrived))),
+              Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
+            )
+          }
+        )
+      })
+    })
 
   /**
    * Runs the attempts of one request, the first one admitted before anything else is built (the operation's
@@ -221,11 +253,14 @@ export const make: Effect.Effect<
     options: RequestOptions,
     run: (first: FirstAdmission) => Effect.Effect<A, ApiError>
   ): Effect.Effect<A, ApiError> =>
-    limiter === undefined ? traced(run({ admission: undefined, scope: undefined }), options, undefined) : Effect.scoped(
-      Effect.flatMap(admitFirst(request, options), ({ first, waitedMs }) => traced(run(first), options, waitedMs))
-    )
+    limiter === undefined
+      ? traced(run({ admission: undefined }), options, undefined)
+      : admitFirst(request, options, (first, waitedMs) => traced(run(first), options, waitedMs))
 
-  /** `admitted` for a stream: the span covers the stream to its end. */
+  /**
+   * `admitted` for a stream: the span covers the stream to its end. The first admission is kept by the
+   * stream's scope until the stream's first attempt takes it.
+   */
   const admittedStream = <A>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
@@ -237,9 +272,18 @@ export const make: Effect.Effect<
         captureStackTrace: false
       })
     return limiter === undefined
-      ? tracedStream(run({ admission: undefined, scope: undefined }), undefined)
+      ? tracedStream(run({ admission: undefined }), undefined)
       : Stream.unwrapScoped(
-        Effect.map(admitFirst(request, options), ({ first, waitedMs }) => tracedStream(run(first), waitedMs))
+        admitFirst(request, options, (first, waitedMs) =>
+          // the stream runs after this returns: its scope, not the end of this, gives back an unused admission
+          Effect.uninterruptible(Effect.suspend(() => {
+            const kept: FirstAdmission = { admission: first.admission }
+            first.admission = undefined
+            return Effect.as(
+              Effect.addFinalizer(() => Effect.suspend(() => kept.admission?.permit?.cancel ?? Effect.void)),
+              tracedStream(run(kept), waitedMs)
+            )
+          })))
       )
   }
 
@@ -260,7 +304,7 @@ export const make: Effect.Effect<
     // inside `restore`, where the permit is always accounted for
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        const admission = first.admission ?? (yield* restore(admit(request, options, first.scope)))
+        const admission = first.admission ?? (yield* admitGuarded(restore, request, options))
         first.admission = undefined
         const { model, permit } = admission
         const routed = admission.options
@@ -536,13 +580,9 @@ interface Admission {
   readonly model: string | undefined
 }
 
-/**
- * The admission of a request's first attempt, until the attempt takes it, and the scope of the request (its
- * permits go back when it closes unless an attempt settled them).
- */
+/** The admission of a request's first attempt, until the attempt takes it. */
 interface FirstAdmission {
   admission: Admission | undefined
-  readonly scope: Scope.Scope | undefined
 }
 
 /** A response whose status line came back, handed to the reader of an attempt. */

@@ -14,7 +14,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
@@ -147,13 +146,14 @@ export declare namespace RateLimiter {
     /** Tokens to reserve for a JSON body sent to `path`, and the model it names. */
     readonly cost: (path: string, body: unknown) => { readonly model: string | undefined; readonly tokens: number }
     /**
-     * Waits in line until the request fits, then counts it. Fails at once when it can never fit. With a
-     * `scope`, the permit also goes back when the scope closes and nothing settled it (answered, cancelled,
-     * refunded): an interruption that lands just as the permit is granted then loses nothing.
+     * Waits in line until the request fits, then counts it. Fails at once when it can never fit. `onGranted`
+     * sees the permit as it is granted, before `acquire` returns: a caller that keeps it where its own guard
+     * can see it loses nothing when an interruption lands between the grant and the return (see
+     * `InferenceHttp`, which cancels such a permit).
      */
     readonly acquire: (
       request: { readonly key: string; readonly model: string; readonly tokens: number },
-      scope?: Scope.Scope
+      onGranted?: (permit: Permit) => void
     ) => Effect.Effect<Permit, RequestTooLarge>
     /** True when a request would have to wait now (for queue routing). */
     readonly wouldWait: (
@@ -333,28 +333,18 @@ export const make = (
           : Effect.zipRight(Deferred.succeed(wake, undefined), publish(bucket))
       })
 
-    /** A permit, and whether anything settled it yet (answered, cancelled or refunded). */
-    const permit = (bucket: Bucket, id: number, tokens: number) => {
-      let settled = false
-      const settling = (effect: Effect.Effect<void>) =>
-        Effect.suspend(() => {
-          settled = true
-          return effect
-        })
-      const granted: Permit = {
-        tokens,
-        reconcile: (actual) =>
-          actual > tokens
-            ? Effect.zipRight(store.adjust(bucket.id, id, actual), publish(bucket))
-            : reconcileMode === "actual" && actual < tokens
-            ? Effect.zipRight(store.adjust(bucket.id, id, actual), released(bucket))
-            : Effect.void,
-        answered: settling(Effect.flatMap(Clock.currentTimeMillis, (now) => store.restamp(bucket.id, id, now))),
-        cancel: settling(Effect.zipRight(store.remove(bucket.id, id), released(bucket))),
-        refund: settling(Effect.zipRight(store.adjust(bucket.id, id, 0), released(bucket)))
-      }
-      return { granted, unsettled: () => !settled }
-    }
+    const permit = (bucket: Bucket, id: number, tokens: number): Permit => ({
+      tokens,
+      reconcile: (actual) =>
+        actual > tokens
+          ? Effect.zipRight(store.adjust(bucket.id, id, actual), publish(bucket))
+          : reconcileMode === "actual" && actual < tokens
+          ? Effect.zipRight(store.adjust(bucket.id, id, actual), released(bucket))
+          : Effect.void,
+      answered: Effect.flatMap(Clock.currentTimeMillis, (now) => store.restamp(bucket.id, id, now)),
+      cancel: Effect.zipRight(store.remove(bucket.id, id), released(bucket)),
+      refund: Effect.zipRight(store.adjust(bucket.id, id, 0), released(bucket))
+    })
 
     /**
      * The line of a bucket: the caller whose turn it is runs the admission loop in its own fiber; everyone
@@ -381,12 +371,12 @@ export const make = (
       bucket.busy = false
     }
 
-    const acquire: RateLimiter.Service["acquire"] = (request, scope) => {
+    const acquire: RateLimiter.Service["acquire"] = (request, onGranted) => {
       const bucket = bucketOf(request.key, request.model)
       if (request.tokens > bucket.tokens) return Effect.fail(tooLarge(bucket, request.tokens))
       // only the wait in line and the sleeps at the head can be interrupted: an entry the store admitted always
       // reaches the caller as a permit, and the turn is always handed on
-      const admit = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>) =>
+      const admit = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>, arrived: number) =>
         Effect.gen(function*() {
           yield* publish(bucket)
           while (true) {
@@ -399,13 +389,12 @@ export const make = (
               ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
               : yield* store.reserve(bucket.id, now, request.tokens, limitsOf(bucket))
             if (reservation._tag === "Admitted") {
-              const { granted, unsettled } = permit(bucket, reservation.id, request.tokens)
-              // an interruption landing as the caller gets the permit loses nothing: the scope gives it back
-              if (scope !== undefined) {
-                yield* Scope.addFinalizer(scope, Effect.suspend(() => unsettled() ? granted.cancel : Effect.void))
-              }
+              const granted = permit(bucket, reservation.id, request.tokens)
+              onGranted?.(granted)
               yield* Metric.increment(ClientMetrics.limiterAdmitted)
               yield* Metric.incrementBy(ClientMetrics.limiterTokensReserved, request.tokens)
+              // the wait counts from arrival: time in line behind others as well as time at the head
+              if (now > arrived) yield* Metric.incrementBy(ClientMetrics.limiterWaitMillis, now - arrived)
               return granted
             }
             if (reservation._tag === "TooLarge") return yield* Effect.fail(tooLarge(bucket, request.tokens))
@@ -417,8 +406,10 @@ export const make = (
             if (bucket.wake === wake) bucket.wake = undefined
           }
         })
-      return Effect.flatMap(Clock.currentTimeMillis, (arrived) =>
-        Effect.uninterruptibleMask((restore) =>
+      // few frames stay on a waiting caller's fiber: thousands may wait at once
+      return Effect.clockWith((clock) => {
+        const arrived = clock.unsafeCurrentTimeMillis()
+        return Effect.uninterruptibleMask((restore) =>
           Effect.suspend(() => {
             bucket.waiting++
             const node: LineNode = { state: "turn", resume: undefined }
@@ -435,11 +426,7 @@ export const make = (
               bucket.busy = true
             }
             return turn.pipe(
-              Effect.zipRight(admit(restore)),
-              Effect.tap(() =>
-                Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                  now > arrived ? Metric.incrementBy(ClientMetrics.limiterWaitMillis, now - arrived) : Effect.void)
-              ),
+              Effect.zipRight(admit(restore, arrived)),
               // interrupted in line: the place is given up; otherwise the turn goes on to whoever is next
               Effect.onExit(() =>
                 Effect.suspend(() => {
@@ -449,13 +436,13 @@ export const make = (
                   } else handOn(bucket)
                   node.resume = undefined
                   // the state shown to observers must not cost the caller its permit
-                  return Effect.catchAllCause(publish(bucket), (cause) =>
-                    Effect.logDebug("aifs: limiter state", cause))
+                  return Effect.catchAllCause(publish(bucket), (cause) => Effect.logDebug("aifs: limiter state", cause))
                 })
               )
             )
           })
-        ))
+        )
+      })
     }
 
     const wouldWait: RateLimiter.Service["wouldWait"] = (request) =>
@@ -487,8 +474,7 @@ export const make = (
         settleMargin(bucket, now)
         if (status === 429) {
           const wait = Option.match(info.serverWait, {
-            onNone: () =>
-              defaultBlockMs,
+            onNone: () => defaultBlockMs,
             onSome: Duration.toMillis
           })
           bucket.blockedUntil = Math.max(bucket.blockedUntil, now + wait)
