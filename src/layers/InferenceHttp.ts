@@ -13,6 +13,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import { identity } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -172,19 +173,26 @@ export const make: Effect.Effect<
 
   /**
    * `admit`, from inside an uninterruptible region (`restore` makes the wait interruptible): a permit granted
-   * just as an interruption lands is given back, not lost between the limiter and this caller.
+   * just as an interruption lands is given back, not lost between the limiter and this caller. `refused`
+   * sees a refusal by the limiter (larger than the whole quota).
    */
   const admitGuarded = (
     restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>,
     request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions
-  ): Effect.Effect<Admission, RequestTooLarge> => {
+    options: RequestOptions,
+    refused: (failed: Effect.Effect<never, RequestTooLarge>) => Effect.Effect<never, ApiError> = identity
+  ): Effect.Effect<Admission, ApiError> => {
     let granted: Permit | undefined
     return Effect.flatMap(
       Effect.exit(restore(admit(request, options, (permit) => {
         granted = permit
       }))),
-      (exit) => Exit.isSuccess(exit) || granted === undefined ? exit : Effect.zipRight(granted.cancel, exit)
+      (exit) => {
+        if (Exit.isSuccess(exit)) return exit
+        const cause = Effect.failCause(exit.cause)
+        const failed = granted === undefined ? cause : Effect.zipRight(granted.cancel, cause)
+        return Exit.isInterrupted(exit) ? failed : refused(failed)
+      }
     )
   }
 
@@ -219,28 +227,19 @@ export const make: Effect.Effect<
     // as few frames as possible stay on a caller's fiber while it waits: thousands may wait at once
     Effect.clockWith((clock) => {
       const arrived = clock.unsafeCurrentTimeMillis()
-      return Effect.uninterruptibleMask((restore) => {
-        let granted: Permit | undefined
-        return Effect.flatMap(
-          Effect.exit(restore(admit(request, options, (permit) => {
-            granted = permit
-          }))),
-          (exit): Effect.Effect<B, ApiError | E2, R2> => {
-            if (Exit.isFailure(exit)) {
-              // granted as an interruption landed: given back; refused (larger than the whole quota): the
-              // operation's span still shows why
-              const cause = Effect.failCause(exit.cause)
-              const failed = granted === undefined ? cause : Effect.zipRight(granted.cancel, cause)
-              return Exit.isInterrupted(exit) ? failed : traced(failed, options, undefined)
-            }
-            const first: FirstAdmission = { admission: exit.value }
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(
+          // refused: the operation's span still shows why
+          admitGuarded(restore, request, options, (failed) => traced(failed, options, undefined)),
+          (admission) => {
+            const first: FirstAdmission = { admission }
             return Effect.ensuring(
               restore(Effect.suspend(() => use(first, clock.unsafeCurrentTimeMillis() - arrived))),
               Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
             )
           }
         )
-      })
+      )
     })
 
   /**

@@ -374,8 +374,9 @@ export const make = (
     const acquire: RateLimiter.Service["acquire"] = (request, onGranted) => {
       const bucket = bucketOf(request.key, request.model)
       if (request.tokens > bucket.tokens) return Effect.fail(tooLarge(bucket, request.tokens))
-      // only the wait in line and the sleeps at the head can be interrupted: an entry the store admitted always
-      // reaches the caller as a permit, and the turn is always handed on
+      // only the wait in line and the sleeps at the head can be interrupted: the turn is always handed on, and an
+      // entry the store admitted always becomes a permit, seen by `onGranted` before it is returned (an
+      // interruption can still land as `acquire` returns into an interruptible caller)
       const admit = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>, arrived: number) =>
         Effect.gen(function*() {
           yield* publish(bucket)
