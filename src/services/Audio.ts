@@ -12,7 +12,13 @@ import { multipart } from "../internal/multipart.js"
 import { annotateRequest } from "../internal/spans.js"
 import { type AudioModelList, AudioModelsResponse, Transcription, type TranscriptionParams } from "../schemas/Audio.js"
 import { type ApiError, DecodeError } from "../schemas/Errors.js"
-import { type Base, InferenceHttpClient, type RequestOptions, type WithResponse } from "./InferenceHttpClient.js"
+import {
+  type Base,
+  InferenceHttpClient,
+  type RequestOptions,
+  withoutResponse,
+  type WithResponse
+} from "./InferenceHttpClient.js"
 
 export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
 
@@ -116,7 +122,7 @@ export const make: Effect.Effect<Audio.Service, never, InferenceHttpClient> = Ef
     return (yield* http.json(HttpClientRequest.get("/audio/models"), AudioModelsResponse)).value
   })
   return {
-    transcribe: (params) => Effect.map(transcribeWithResponse(params), (r) => r.value),
+    transcribe: (params) => withoutResponse(transcribeWithResponse(params)),
     transcribeWithResponse,
     translate,
     models

@@ -19,7 +19,7 @@ import {
 } from "../schemas/Chat.js"
 import type { ApiError } from "../schemas/Errors.js"
 import type { Usage } from "../schemas/Shared.js"
-import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+import { InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
 /**
  * Chat completions.
@@ -79,7 +79,7 @@ export const make: Effect.Effect<Chat.Service, never, InferenceHttpClient> = Eff
       { model: params.model, span: { name: "Chat.createStream", operation: "chat" } }
     )
   return {
-    create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
+    create: (params) => withoutResponse(createWithResponse(params)),
     createWithResponse,
     createStream
   }

@@ -10,7 +10,7 @@ import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
 import { Completion, type CreateCompletionParams } from "../schemas/Completions.js"
 import type { ApiError } from "../schemas/Errors.js"
-import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+import { InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
 /**
  * Text completions.
@@ -54,7 +54,7 @@ export const make: Effect.Effect<Completions.Service, never, InferenceHttpClient
       { model: params.model, span: { name: "Completions.create", operation: "text_completion" } }
     )
   return {
-    create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
+    create: (params) => withoutResponse(createWithResponse(params)),
     createWithResponse,
     createStream: (params) =>
       http.jsonStream(

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { type CreateEmbeddingParams, EmbeddingList } from "../schemas/Embeddings.js"
 import type { ApiError } from "../schemas/Errors.js"
-import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+import { InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
 /**
  * Embeddings.
@@ -51,7 +51,7 @@ export const make: Effect.Effect<Embeddings.Service, never, InferenceHttpClient>
       { model: params.model, span: { name: "Embeddings.create", operation: "embeddings" } }
     )
   return {
-    create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
+    create: (params) => withoutResponse(createWithResponse(params)),
     createWithResponse
   }
 })

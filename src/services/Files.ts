@@ -21,7 +21,7 @@ import {
   type ListFilesParams
 } from "../schemas/Files.js"
 import type { FileInput } from "../schemas/Upload.js"
-import { type Base, InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+import { type Base, InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
 export type { FileInput } from "../schemas/Upload.js"
 export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
@@ -154,7 +154,7 @@ export const make: Effect.Effect<Files.Service, never, InferenceHttpClient> = Ef
     return result.value
   })
   return {
-    upload: (params) => Effect.map(uploadWithResponse(params), (r) => r.value),
+    upload: (params) => withoutResponse(uploadWithResponse(params)),
     uploadWithResponse,
     list,
     listAll,

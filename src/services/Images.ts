@@ -13,7 +13,7 @@ import { multipart } from "../internal/multipart.js"
 import { annotateRequest } from "../internal/spans.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { type CreateImageParams, type EditImageParams, ImagesResponse } from "../schemas/Images.js"
-import { InferenceHttpClient, type RequestOptions, type WithResponse } from "./InferenceHttpClient.js"
+import { InferenceHttpClient, type RequestOptions, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
 export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
 
@@ -92,7 +92,7 @@ export const make: Effect.Effect<Images.Service, never, InferenceHttpClient> = E
     return (yield* sendEdit(http, params, ImagesResponse, { timeout: Duration.minutes(30) })).value
   })
   return {
-    generate: (params) => Effect.map(generateWithResponse(params), (r) => r.value),
+    generate: (params) => withoutResponse(generateWithResponse(params)),
     generateWithResponse,
     edit
   }

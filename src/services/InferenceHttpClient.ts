@@ -9,7 +9,7 @@ import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type { ApiError } from "../schemas/Errors.js"
@@ -97,6 +97,17 @@ export interface WithResponse<A> {
   /** Status, request id, rate-limit headers, headers. */
   readonly response: ResponseMetadata
 }
+
+const valueOf = <A>(withResponse: WithResponse<A>): A => withResponse.value
+
+/**
+ * The value alone, without the response metadata (each service's `create` from its `createWithResponse`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const withoutResponse = <A, E, R>(self: Effect.Effect<WithResponse<A>, E, R>): Effect.Effect<A, E, R> =>
+  Effect.map(self, valueOf)
 
 /**
  * One server-sent event.

@@ -10,7 +10,7 @@ import * as Layer from "effect/Layer"
 import { annotateRequest } from "../internal/spans.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { Model, ModelList } from "../schemas/Models.js"
-import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+import { InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
 /**
  * The model catalogue.
@@ -57,9 +57,9 @@ export const make: Effect.Effect<Models.Service, never, InferenceHttpClient> = E
     return yield* http.json(HttpClientRequest.get(`/models/${encodeURIComponent(id)}`), Model)
   })
   return {
-    list: () => Effect.map(listWithResponse(), (r) => r.value),
+    list: () => withoutResponse(listWithResponse()),
     listWithResponse,
-    retrieve: (id) => Effect.map(retrieveWithResponse(id), (r) => r.value),
+    retrieve: (id) => withoutResponse(retrieveWithResponse(id)),
     retrieveWithResponse
   }
 })

@@ -14,7 +14,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { ApiError } from "../schemas/Errors.js"
 import { type CreateResponseParams, knownEventTypes, Response, ResponseStreamEvent } from "../schemas/Responses.js"
-import { InferenceHttpClient, type WithResponse } from "./InferenceHttpClient.js"
+import { InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
 export { outputText } from "../schemas/Responses.js"
 
@@ -87,7 +87,7 @@ export const make: Effect.Effect<Responses.Service, never, InferenceHttpClient> 
       })
     )
   return {
-    create: (params) => Effect.map(createWithResponse(params), (r) => r.value),
+    create: (params) => withoutResponse(createWithResponse(params)),
     createWithResponse,
     createStream
   }

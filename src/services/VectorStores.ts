@@ -25,7 +25,7 @@ import {
   VectorStoreFileList,
   VectorStoreList
 } from "../schemas/VectorStores.js"
-import { InferenceHttpClient } from "./InferenceHttpClient.js"
+import { InferenceHttpClient, withoutResponse } from "./InferenceHttpClient.js"
 
 /**
  * Paging of a list.
@@ -127,11 +127,10 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   const http = yield* InferenceHttpClient
   const store = (id: string) => `/vector_stores/${encodeURIComponent(id)}`
   const file = (storeId: string, fileId: string) => `${store(storeId)}/files/${encodeURIComponent(fileId)}`
-  const value = <A>(effect: Effect.Effect<{ readonly value: A }, ApiError>) => Effect.map(effect, (r) => r.value)
 
   const create = Effect.fn("VectorStores.create")(function*(params: CreateVectorStoreParams) {
     yield* annotateRequest("vector_stores.create", params.chunking_strategy?.text_embedding_model)
-    return yield* value(
+    return yield* withoutResponse(
       http.json(HttpClientRequest.post("/vector_stores").pipe(HttpClientRequest.bodyUnsafeJson(params)), VectorStore, {
         ...v1,
         // a retried create could make two stores (names are unique: the second would be a 409)
@@ -141,7 +140,7 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   })
   const list = Effect.fn("VectorStores.list")(function*(params: ListParams = {}) {
     yield* annotateRequest("vector_stores.list", undefined)
-    return yield* value(
+    return yield* withoutResponse(
       http.json(
         HttpClientRequest.get("/vector_stores").pipe(HttpClientRequest.setUrlParams(listQuery(params))),
         VectorStoreList,
@@ -151,11 +150,11 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   })
   const remove = Effect.fn("VectorStores.delete")(function*(id: string) {
     yield* annotateRequest("vector_stores.delete", undefined)
-    return yield* value(http.json(HttpClientRequest.del(store(id)), VectorStoreDeleted, v1))
+    return yield* withoutResponse(http.json(HttpClientRequest.del(store(id)), VectorStoreDeleted, v1))
   })
   const addFile = Effect.fn("VectorStores.addFile")(function*(storeId: string, params: AddFileParams) {
     yield* annotateRequest("vector_stores.files.create", undefined)
-    return yield* value(
+    return yield* withoutResponse(
       http.json(
         HttpClientRequest.post(`${store(storeId)}/files`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
         VectorStoreFile,
@@ -165,7 +164,7 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   })
   const listFiles = Effect.fn("VectorStores.listFiles")(function*(storeId: string, params: ListParams = {}) {
     yield* annotateRequest("vector_stores.files.list", undefined)
-    return yield* value(
+    return yield* withoutResponse(
       http.json(
         HttpClientRequest.get(`${store(storeId)}/files`).pipe(HttpClientRequest.setUrlParams(listQuery(params))),
         VectorStoreFileList,
@@ -175,11 +174,11 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   })
   const retrieveFile = Effect.fn("VectorStores.retrieveFile")(function*(storeId: string, fileId: string) {
     yield* annotateRequest("vector_stores.files.retrieve", undefined)
-    return yield* value(http.json(HttpClientRequest.get(file(storeId, fileId)), VectorStoreFile, v1))
+    return yield* withoutResponse(http.json(HttpClientRequest.get(file(storeId, fileId)), VectorStoreFile, v1))
   })
   const deleteFile = Effect.fn("VectorStores.deleteFile")(function*(storeId: string, fileId: string) {
     yield* annotateRequest("vector_stores.files.delete", undefined)
-    return yield* value(http.json(HttpClientRequest.del(file(storeId, fileId)), VectorStoreDeleted, v1))
+    return yield* withoutResponse(http.json(HttpClientRequest.del(file(storeId, fileId)), VectorStoreDeleted, v1))
   })
   const waitForFile = Effect.fn("VectorStores.waitForFile")(
     function*(storeId: string, fileId: string, options: WaitOptions = {}) {
@@ -208,7 +207,7 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   )
   const search = Effect.fn("VectorStores.search")(function*(storeId: string, params: SearchParams) {
     yield* annotateRequest("vector_stores.search", undefined)
-    return yield* value(
+    return yield* withoutResponse(
       http.json(
         HttpClientRequest.post(`${store(storeId)}/search`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
         SearchResponse,
