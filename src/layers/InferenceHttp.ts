@@ -251,10 +251,13 @@ export const make: Effect.Effect<
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
     run: (first: FirstAdmission) => Effect.Effect<A, ApiError>
-  ): Effect.Effect<A, ApiError> =>
-    limiter === undefined
+  ): Effect.Effect<A, ApiError> => {
+    const invalid = invalidDuration(options)
+    if (invalid !== undefined) return Effect.dieMessage(`RequestOptions.${invalid} is not a duration`)
+    return limiter === undefined
       ? traced(run({ admission: undefined }), options, undefined)
       : admitFirst(request, options, (first, waitedMs) => traced(run(first), options, waitedMs))
+  }
 
   /**
    * `admitted` for a stream: the span covers the stream to its end. The first admission is kept by the
@@ -270,6 +273,8 @@ export const make: Effect.Effect<
         attributes: spanAttributes(options, waitedMs),
         captureStackTrace: false
       })
+    const invalid = invalidDuration(options)
+    if (invalid !== undefined) return Stream.dieMessage(`RequestOptions.${invalid} is not a duration`)
     return limiter === undefined
       ? tracedStream(run({ admission: undefined }), undefined)
       : Stream.unwrapScoped(
@@ -340,12 +345,16 @@ export const make: Effect.Effect<
               : error._tag === "TransportError" || error._tag === "Timeout"
               ? permit.answered
               : Effect.zipRight(permit.answered, permit.refund)
-            return Effect.zipRight(settle, learn("rateLimit" in error ? error.rateLimit : undefined, status))
+            // settled in one piece: the guard below leaves a settled permit alone
+            return Effect.zipRight(
+              Effect.uninterruptible(settle),
+              learn("rateLimit" in error ? error.rateLimit : undefined, status)
+            )
           }),
           Effect.tap(([, meta]) => {
             settled = true
             return Effect.zipRight(
-              permit === undefined ? Effect.void : permit.answered,
+              permit === undefined ? Effect.void : Effect.uninterruptible(permit.answered),
               learn(meta.rateLimit, meta.status)
             )
           }),
@@ -568,6 +577,19 @@ export const make: Effect.Effect<
 
   return { apiVersion: config.apiVersion, json, text, sse, jsonStream }
 })
+
+/**
+ * The first per-request time limit that is not a duration, if any: checked before the request waits in the
+ * limiter, so that decoding it later cannot throw while a permit is held (the types forbid such a value).
+ */
+const invalidDuration = (options: RequestOptions): string | undefined => {
+  const limits = [
+    ["timeout", options.timeout],
+    ["firstByteTimeout", options.firstByteTimeout],
+    ["idleTimeout", options.idleTimeout]
+  ] as const
+  return limits.find(([, value]) => value !== undefined && Option.isNone(Duration.decodeUnknown(value)))?.[0]
+}
 
 /** Marks the end of a stream's values within a chunk. */
 const stop: unique symbol = Symbol("effect-aifs/stream-stop")

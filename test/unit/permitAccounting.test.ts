@@ -1,0 +1,132 @@
+/**
+ * The transport and the limiter together: however a request ends (answered, refused, cut off, interrupted at any
+ * point), the limiter counts exactly what the server may hold, never a permit nobody settles.
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as ClientConfig from "../../src/layers/ClientConfig.js"
+import * as InferenceHttp from "../../src/layers/InferenceHttp.js"
+import * as LimiterStore from "../../src/layers/LimiterStore.js"
+import * as RateLimiter from "../../src/layers/RateLimiter.js"
+import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
+import * as Testing from "../../src/layers/Testing.js"
+import * as TokenEstimator from "../../src/layers/TokenEstimator.js"
+import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
+
+const chat = () =>
+  HttpClientRequest.post("/chat/completions").pipe(
+    HttpClientRequest.bodyUnsafeJson({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 10 })
+  )
+
+/** The transport on a scripted server, with a limiter on `store`, retries as given. */
+const stack = (
+  handler: Testing.Handler,
+  options: { store?: Layer.Layer<LimiterStore.LimiterStore>; retries?: number }
+) => {
+  const limiter = RateLimiter.layerWith({ margin: 0, limits: { m: { rpm: 1000, tpm: 1_000_000 } } }).pipe(
+    Layer.provide(Layer.merge(options.store ?? LimiterStore.layerMemory, TokenEstimator.layer))
+  )
+  return Layer.merge(
+    Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
+      Layer.succeed(HttpClient.HttpClient, Testing.httpClient(handler)),
+      ClientConfig.layer({ apiKey: "test-key", baseUrl: "http://aifs.test/v2" }),
+      RetryPolicy.layer({ maxRetries: options.retries ?? 0, baseDelay: 0 }),
+      limiter
+    ))),
+    limiter
+  )
+}
+
+/** Requests the limiter counts now. */
+const counted = Effect.map(
+  Effect.flatMap(RateLimiter.RateLimiter, (limiter) => limiter.snapshot),
+  (states) => states[0]?.usedRequests ?? 0
+)
+
+describe("permit accounting between the transport and the limiter", () => {
+  for (const status of [200, 500, 429]) {
+    for (const kind of ["json", "stream", "stream, first event only"] as const) {
+      it.effect(`interrupted at any point (${kind}, status ${status}): sent requests stay counted, unsent ones do not`, () => {
+        let sent = 0
+        const handler: Testing.Handler = () =>
+          Effect.suspend(() => {
+            sent++
+            return Effect.as(
+              Effect.yieldNow(),
+              status === 200 ? { sse: [{ a: 1 }, { a: 2 }], body: {} } : { status, body: { error: { message: "no" } } }
+            )
+          })
+        return Effect.gen(function*() {
+          const http = yield* InferenceHttpClient
+          const run = kind === "json"
+            ? http.json(chat(), Schema.Unknown)
+            : kind === "stream"
+            ? Stream.runDrain(http.sse(chat()))
+            : Stream.runDrain(Stream.take(http.sse(chat()), 1))
+          // an interruption after 0, 1, 2 ... 40 yields: every point from the limiter's line to the end
+          for (let yields = 0; yields <= 40; yields++) {
+            const before = yield* counted
+            sent = 0
+            const fiber = yield* Effect.fork(run)
+            for (let i = 0; i < yields; i++) yield* Effect.yieldNow()
+            yield* Fiber.interrupt(fiber)
+            yield* Fiber.await(fiber)
+            const delta = (yield* counted) - before
+            // a 429 the server answered is given back; one interrupted on the wire stays counted
+            if (status === 429) assert.isAtMost(delta, sent, `after ${yields} yields`)
+            else assert.strictEqual(delta, sent, `after ${yields} yields`)
+          }
+        }).pipe(Effect.provide(stack(handler, { retries: 2 })))
+      })
+    }
+  }
+
+  it.effect("a settle in progress is not cut short by an interruption (a store that does I/O)", () => {
+    const entered = Deferred.unsafeMake<void>(undefined as never)
+    const gate = Deferred.unsafeMake<void>(undefined as never)
+    const slowRemove = Layer.effect(
+      LimiterStore.LimiterStore,
+      Effect.map(LimiterStore.LimiterStore, (inner) => ({
+        ...inner,
+        remove: (...args: Parameters<LimiterStore.LimiterStore.Service["remove"]>) =>
+          Effect.zipRight(
+            Effect.zipRight(Deferred.succeed(entered, undefined), Deferred.await(gate)),
+            inner.remove(...args)
+          )
+      }))
+    ).pipe(Layer.provide(LimiterStore.layerMemory))
+    return Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      // a 429 the server never counted: its slot is being given back when the caller is interrupted
+      const fiber = yield* Effect.fork(http.json(chat(), Schema.Unknown))
+      yield* Deferred.await(entered)
+      // the interruption reaches the fiber while the store is still at work
+      const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
+      for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(interrupting)
+      assert.strictEqual(yield* counted, 0)
+    }).pipe(
+      Effect.provide(stack(() => ({ status: 429, body: { error: { message: "slow down" } } }), { store: slowRemove }))
+    )
+  })
+
+  it.effect("a per-request time limit that is not a duration fails before the request holds a permit", () =>
+    Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      const exit = yield* Effect.exit(http.json(chat(), Schema.Unknown, { timeout: "soon" as never }))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual(yield* counted, 0)
+      const streamed = yield* Effect.exit(Stream.runDrain(http.sse(chat(), { idleTimeout: "later" as never })))
+      assert.isTrue(Exit.isFailure(streamed))
+      assert.strictEqual(yield* counted, 0)
+    }).pipe(Effect.provide(stack(() => ({ body: {} }), {}))))
+})
