@@ -155,3 +155,25 @@ export const startEmulator = (tier: "basic" | "standard4000") =>
       }
     })
   })
+
+/**
+ * The process's peak resident memory, sampled every `intervalMs` from now until `stop`; `restart` takes the
+ * peak from the current figure again (after a warm-up, say).
+ */
+export const sampleRss = (intervalMs: number) => {
+  let peak = process.memoryUsage().rss
+  const sample = () => {
+    peak = Math.max(peak, process.memoryUsage().rss)
+  }
+  const timer = setInterval(sample, intervalMs)
+  return {
+    peak: (): number => {
+      sample()
+      return peak
+    },
+    restart: (): void => {
+      peak = process.memoryUsage().rss
+    },
+    stop: (): void => clearInterval(timer)
+  }
+}

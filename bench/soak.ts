@@ -14,7 +14,7 @@ import * as Emulator from "../src/emulator/Emulator.js"
 import * as Metrics from "../src/layers/ClientMetrics.js"
 import * as Testing from "../src/layers/Testing.js"
 import * as Chat from "../src/services/Chat.js"
-import { canCollect, collect, fixed, type Report, thousands } from "./common.js"
+import { canCollect, collect, fixed, type Report, sampleRss, thousands } from "./common.js"
 
 const total = Number(process.env.BENCH_SOAK_REQUESTS ?? 5_000)
 const concurrency = 200
@@ -52,10 +52,7 @@ type Outcome = { readonly _tag: "ok" } | { readonly _tag: "typed"; readonly erro
 }
 
 export const run = async (): Promise<Report> => {
-  let peak = 0
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss)
-  }, 50)
+  const rss = sampleRss(50)
   try {
     const result = await Effect.runPromise(
       Effect.gen(function*() {
@@ -79,7 +76,7 @@ export const run = async (): Promise<Report> => {
         yield* Effect.sleep(settle)
         collect()
         const baseline = process.memoryUsage()
-        peak = baseline.rss
+        rss.restart()
         const retriesBefore = yield* counter(Metrics.retries)
         const statsBefore = yield* emulator.stats
         yield* emulator.setChaos(chaos)
@@ -109,7 +106,7 @@ export const run = async (): Promise<Report> => {
         const retries = (yield* counter(Metrics.retries)) - retriesBefore
         const stats = yield* emulator.stats
         yield* emulator.setChaos([])
-        const peakRss = peak
+        const peakRss = rss.peak()
         // let the limiter's window and margin pass and sockets settle, then measure the heap again
         yield* Effect.sleep(settle)
         collect()
@@ -227,6 +224,6 @@ export const run = async (): Promise<Report> => {
       ]
     }
   } finally {
-    clearInterval(sampler)
+    rss.stop()
   }
 }

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Node from "../src/layers/Node.js"
 import * as Files from "../src/services/Files.js"
-import { fixed, type Report, startEmulator } from "./common.js"
+import { fixed, type Report, sampleRss, startEmulator } from "./common.js"
 
 const sizeMb = Number(process.env.BENCH_UPLOAD_MB ?? 50)
 const mb = (bytes: number) => bytes / (1024 * 1024)
@@ -31,10 +31,7 @@ const makeFile = (size: number): { path: string; bytes: number; remove: () => vo
 export const run = async (): Promise<Report> => {
   const file = makeFile(sizeMb)
   const emulator = await startEmulator("standard4000")
-  let peak = 0
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss)
-  }, 20)
+  const rss = sampleRss(20)
   try {
     const result = await Effect.runPromise(
       Effect.gen(function*() {
@@ -43,14 +40,14 @@ export const run = async (): Promise<Report> => {
         yield* files.upload({ file: Files.fromBytes("{}\n", "warm.jsonl"), purpose: "fine-tune" })
         ;(globalThis as { gc?: () => void }).gc?.()
         const baseline = process.memoryUsage().rss
-        peak = baseline
+        rss.restart()
         const started = performance.now()
         const uploaded = yield* files.upload({ file: Files.fromPath(file.path), purpose: "fine-tune" })
         const seconds = (performance.now() - started) / 1000
-        peak = Math.max(peak, process.memoryUsage().rss)
         return { baseline, uploaded, seconds }
       }).pipe(Effect.provide(Node.layer({ apiKey: emulator.key, baseUrl: emulator.baseUrl, timeout: "5 minutes" })))
     )
+    const peak = rss.peak()
     const growth = peak - result.baseline
     const met = result.uploaded.bytes === file.bytes && growth < file.bytes
     return {
@@ -82,7 +79,7 @@ export const run = async (): Promise<Report> => {
       ]
     }
   } finally {
-    clearInterval(sampler)
+    rss.stop()
     emulator.stop()
     file.remove()
   }
