@@ -321,6 +321,12 @@ export const make: Effect.Effect<
             : limiter.learn(keyId, model, info, status)
         let sending = false
         let settled = false
+        // marks the permit settled and settles it in one piece: the guard below leaves a settled permit alone
+        const settling = (settle: Effect.Effect<void>) =>
+          Effect.uninterruptible(Effect.suspend(() => {
+            settled = true
+            return settle
+          }))
         const sentAt = yield* Clock.currentTimeMillis
         const exchange = Effect.suspend(() => {
           sending = true
@@ -332,7 +338,6 @@ export const make: Effect.Effect<
           )
         }).pipe(
           Effect.tapError((error) => {
-            settled = true
             const status = "status" in error && typeof error.status === "number" ? error.status : 0
             // never reached the server (no connection, or a 429 it did not count): the slot comes back; no
             // answer (a dropped connection, no answer in time): it stays counted, the server may hold it; any
@@ -345,19 +350,14 @@ export const make: Effect.Effect<
               : error._tag === "TransportError" || error._tag === "Timeout"
               ? permit.answered
               : Effect.zipRight(permit.answered, permit.refund)
-            // settled in one piece: the guard below leaves a settled permit alone
-            return Effect.zipRight(
-              Effect.uninterruptible(settle),
-              learn("rateLimit" in error ? error.rateLimit : undefined, status)
-            )
+            return Effect.zipRight(settling(settle), learn("rateLimit" in error ? error.rateLimit : undefined, status))
           }),
-          Effect.tap(([, meta]) => {
-            settled = true
-            return Effect.zipRight(
-              permit === undefined ? Effect.void : Effect.uninterruptible(permit.answered),
+          Effect.tap(([, meta]) =>
+            Effect.zipRight(
+              settling(permit === undefined ? Effect.void : permit.answered),
               learn(meta.rateLimit, meta.status)
             )
-          }),
+          ),
           Effect.flatMap(([response, meta]) => read({ response, meta, endpoint, permit, timeouts, sentAt })),
           Transport.totalTimeout(timeouts.total, endpoint)
         )
