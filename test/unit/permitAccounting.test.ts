@@ -18,8 +18,8 @@ import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
 import * as Testing from "../../src/layers/Testing.js"
-import * as TokenEstimator from "../../src/layers/TokenEstimator.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
+import { limiterOn, memoryStoreWith } from "../helpers/stores.js"
 
 const chat = () =>
   HttpClientRequest.post("/chat/completions").pipe(
@@ -31,9 +31,10 @@ const stack = (
   handler: Testing.Handler,
   options: { store?: Layer.Layer<LimiterStore.LimiterStore>; retries?: number }
 ) => {
-  const limiter = RateLimiter.layerWith({ margin: 0, limits: { m: { rpm: 1000, tpm: 1_000_000 } } }).pipe(
-    Layer.provide(Layer.merge(options.store ?? LimiterStore.layerMemory, TokenEstimator.layer))
-  )
+  const limiter = limiterOn(options.store ?? LimiterStore.layerMemory, {
+    margin: 0,
+    limits: { m: { rpm: 1000, tpm: 1_000_000 } }
+  })
   return Layer.merge(
     Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
       Layer.succeed(HttpClient.HttpClient, Testing.httpClient(handler)),
@@ -92,17 +93,13 @@ describe("permit accounting between the transport and the limiter", () => {
   it.effect("a settle in progress is not cut short by an interruption (a store that does I/O)", () => {
     const entered = Deferred.unsafeMake<void>(undefined as never)
     const gate = Deferred.unsafeMake<void>(undefined as never)
-    const slowRemove = Layer.effect(
-      LimiterStore.LimiterStore,
-      Effect.map(LimiterStore.LimiterStore, (inner) => ({
-        ...inner,
-        remove: (...args: Parameters<LimiterStore.LimiterStore.Service["remove"]>) =>
-          Effect.zipRight(
-            Effect.zipRight(Deferred.succeed(entered, undefined), Deferred.await(gate)),
-            inner.remove(...args)
-          )
-      }))
-    ).pipe(Layer.provide(LimiterStore.layerMemory))
+    const slowRemove = memoryStoreWith((inner) => ({
+      remove: (...args) =>
+        Effect.zipRight(
+          Effect.zipRight(Deferred.succeed(entered, undefined), Deferred.await(gate)),
+          inner.remove(...args)
+        )
+    }))
     return Effect.gen(function*() {
       const http = yield* InferenceHttpClient
       // a 429 the server never counted: its slot is being given back when the caller is interrupted

@@ -6,16 +6,14 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
-import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
-import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
-import * as TokenEstimator from "../../src/layers/TokenEstimator.js"
 import type { RequestTooLarge } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
+import { limiterOn, memoryStoreWith } from "../helpers/stores.js"
 
 const limiterWith = (options: RateLimiter.Options) =>
   Effect.provide(RateLimiter.RateLimiter, RateLimiter.layer({ margin: 0, ...options }))
@@ -244,26 +242,21 @@ describe("RateLimiter", () => {
       // a store whose second answer is held back until the test lets it go
       const gate = yield* Deferred.make<void>()
       let reserves = 0
-      const heldStore = Layer.effect(
-        LimiterStore.LimiterStore,
-        Effect.map(LimiterStore.LimiterStore, (inner) => ({
-          ...inner,
-          reserve: (...args: Parameters<LimiterStore.LimiterStore.Service["reserve"]>) =>
-            Effect.flatMap(
-              inner.reserve(...args),
-              (answer) => ++reserves === 2 ? Effect.as(Deferred.await(gate), answer) : Effect.succeed(answer)
-            )
-        }))
-      ).pipe(Layer.provide(LimiterStore.layerMemory))
+      const heldStore = memoryStoreWith((inner) => ({
+        reserve: (...args) =>
+          Effect.flatMap(
+            inner.reserve(...args),
+            (answer) => ++reserves === 2 ? Effect.as(Deferred.await(gate), answer) : Effect.succeed(answer)
+          )
+      }))
       const limiter = yield* Effect.provide(
         RateLimiter.RateLimiter,
-        RateLimiter.layerWith({
+        limiterOn(heldStore, {
           margin: 0,
           limits: { m: { rpm: 100, tpm: 1000 } },
           window: "10 seconds",
           reconcile: "actual"
         })
-          .pipe(Layer.provide(Layer.merge(heldStore, TokenEstimator.layer)))
       )
       const first = yield* limiter.acquire(ticket(600))
       const second = yield* Effect.fork(limiter.acquire(ticket(600)))
@@ -279,18 +272,12 @@ describe("RateLimiter", () => {
       // observers' state is published through a store read that the test holds up: the grant's tail suspends
       const gate = yield* Deferred.make<void>()
       let hold = false
-      const slowStore = Layer.effect(
-        LimiterStore.LimiterStore,
-        Effect.map(LimiterStore.LimiterStore, (inner) => ({
-          ...inner,
-          usage: (...args: Parameters<LimiterStore.LimiterStore.Service["usage"]>) =>
-            hold ? Effect.zipRight(Deferred.await(gate), inner.usage(...args)) : inner.usage(...args)
-        }))
-      ).pipe(Layer.provide(LimiterStore.layerMemory))
+      const slowStore = memoryStoreWith((inner) => ({
+        usage: (...args) => hold ? Effect.zipRight(Deferred.await(gate), inner.usage(...args)) : inner.usage(...args)
+      }))
       const limiter = yield* Effect.provide(
         RateLimiter.RateLimiter,
-        RateLimiter.layerWith({ margin: 0, limits: { m: { rpm: 100, tpm: 1_000_000 } } })
-          .pipe(Layer.provide(Layer.merge(slowStore, TokenEstimator.layer)))
+        limiterOn(slowStore, { margin: 0, limits: { m: { rpm: 100, tpm: 1_000_000 } } })
       )
       let received = 0
       let granted: RateLimiter.Permit | undefined

@@ -1,0 +1,26 @@
+/**
+ * Limiters on a memory store with some of its operations changed (held back on a gate, slowed down), for tests of
+ * what happens while a store is at work.
+ */
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as LimiterStore from "../../src/layers/LimiterStore.js"
+import * as RateLimiter from "../../src/layers/RateLimiter.js"
+import * as TokenEstimator from "../../src/layers/TokenEstimator.js"
+
+/** The memory store, with the operations `patch` returns in place of its own (it is given the original). */
+export const memoryStoreWith = (
+  patch: (inner: LimiterStore.LimiterStore.Service) => Partial<LimiterStore.LimiterStore.Service>
+): Layer.Layer<LimiterStore.LimiterStore> =>
+  Layer.effect(
+    LimiterStore.LimiterStore,
+    Effect.map(LimiterStore.LimiterStore, (inner) => ({ ...inner, ...patch(inner) }))
+  )
+    .pipe(Layer.provide(LimiterStore.layerMemory))
+
+/** A limiter on `store` with the default estimator. */
+export const limiterOn = (
+  store: Layer.Layer<LimiterStore.LimiterStore>,
+  options: RateLimiter.Options
+): Layer.Layer<RateLimiter.RateLimiter> =>
+  RateLimiter.layerWith(options).pipe(Layer.provide(Layer.merge(store, TokenEstimator.layer)))
