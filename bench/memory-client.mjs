@@ -7,9 +7,9 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Node from "../dist/layers/Node.js"
-import { RateLimiter } from "../dist/layers/RateLimiter.js"
-import * as Chat from "../dist/services/Chat.js"
+import * as Node from "../dist/esm/layers/Node.js"
+import { RateLimiter } from "../dist/esm/layers/RateLimiter.js"
+import * as Chat from "../dist/esm/services/Chat.js"
 
 const queued = Number(process.env.BENCH_MEMORY_REQUESTS ?? 10_000)
 const model = "Llama-3.3-70B-Instruct"

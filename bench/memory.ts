@@ -5,7 +5,6 @@
  * 50 ms; then every request is interrupted and the memory measured again.
  */
 import { execFileSync, spawn } from "node:child_process"
-import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { fixed, type Report, startEmulator, thousands } from "./common.js"
 
@@ -53,14 +52,7 @@ const measure = (root: string, emulator: { baseUrl: string; key: string }) =>
 export const run = async (): Promise<Report> => {
   const root = fileURLToPath(new URL("..", import.meta.url))
   // the client as published: compiled, without the TypeScript loader the benchmarks run under
-  execFileSync(
-    process.execPath,
-    [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"],
-    {
-      cwd: root,
-      stdio: "inherit"
-    }
-  )
+  execFileSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: "inherit" })
   const emulator = await startEmulator("basic")
   try {
     const result = await measure(root, emulator)
