@@ -1,0 +1,190 @@
+/**
+ * The package as a new user meets it: `npm pack`, then the README's install line in a fresh app, then
+ * - one copy of `effect` in the app's tree;
+ * - `import` and `require` both reach the services (root and deep entry points);
+ * - the README quickstart type-checks with `skipLibCheck: false`, as ESM and as CommonJS;
+ * - `npx aifs models` answers from the embedded emulator;
+ * - an esbuild bundle of the quickstart from the root entry holds no emulator or CLI module and is at most
+ *   1.05x the bundle of the same program with deep imports.
+ *
+ * Run with `npm run test:consumer` (CI runs it after the build). Needs the npm registry, nothing else.
+ * `-- --keep` leaves the app's folder in place to look at.
+ */
+import * as esbuild from "esbuild"
+import { execFileSync, type ExecFileSyncOptions } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+const keep = process.argv.includes("--keep")
+const minutes = (n: number) => n * 60_000
+
+const run = (command: string, args: ReadonlyArray<string>, options: ExecFileSyncOptions & { cwd: string }) =>
+  execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: minutes(5), ...options })
+    .toString()
+
+const fail = (message: string): never => {
+  throw new Error(message)
+}
+
+/** The one `npm install effect-aifs ...` line of the README. */
+export const installLine = (readme: string): ReadonlyArray<string> => {
+  const lines = readme.split("\n").filter((line) => /^npm (install|i) effect-aifs\b/.test(line.trim()))
+  if (lines.length !== 1) {
+    fail(`README.md must have exactly one 'npm install effect-aifs ...' line, found ${lines.length}`)
+  }
+  return lines[0]!.trim().replace(/\s+#.*$/, "").split(/\s+/).slice(2)
+}
+
+/** The first TypeScript block after the README's "## Quickstart" heading. */
+export const quickstart = (readme: string): string => {
+  const section = readme.slice(readme.indexOf("## Quickstart"))
+  const match = /```ts\n([\s\S]*?)```/.exec(section)
+  return match?.[1] ?? fail("README.md has no ```ts block under ## Quickstart")
+}
+
+/** Every installed copy of a package, by walking node_modules (nested copies included). */
+const copiesOf = (dir: string, name: string): Array<string> => {
+  const found: Array<string> = []
+  const walk = (modules: string, depth: number) => {
+    if (depth > 12) return
+    let entries: Array<string>
+    try {
+      entries = readdirSync(modules)
+    } catch {
+      return
+    }
+    for (const entry of entries) {
+      const packages = entry.startsWith("@")
+        ? readdirSync(join(modules, entry)).map((sub) => join(entry, sub))
+        : [entry]
+      for (const pkg of packages) {
+        const path = join(modules, pkg)
+        if (pkg === name) found.push(path)
+        walk(join(path, "node_modules"), depth + 1)
+      }
+    }
+  }
+  walk(join(dir, "node_modules"), 0)
+  return found
+}
+
+const tsconfig = {
+  compilerOptions: {
+    target: "ES2022",
+    module: "NodeNext",
+    moduleResolution: "NodeNext",
+    strict: true,
+    skipLibCheck: false,
+    noEmit: true,
+    types: ["node"]
+  },
+  include: ["quickstart.ts", "quickstart.cts"]
+}
+
+const probe = (kind: "esm" | "cjs") => {
+  const load = (specifier: string) => kind === "esm" ? `await import("${specifier}")` : `require("${specifier}")`
+  const body = [
+    `const root = ${load("effect-aifs")}`,
+    `const chat = ${load("effect-aifs/services/Chat")}`,
+    `const node = ${load("effect-aifs/layers/Node")}`,
+    "const ok = typeof root.Chat.Chat === 'function' && root.Chat.Chat.key === 'effect-aifs/Chat'",
+    "  && chat.Chat === root.Chat.Chat && node.layerFromEnv === root.Node.layerFromEnv",
+    "  && typeof root.Errors.RateLimited === 'function' && Object.keys(root).length > 40",
+    "if (!ok) { console.error(Object.keys(root)); process.exit(1) }"
+  ].join("\n")
+  return kind === "esm" ? ["--input-type=module", "-e", body] : ["-e", body]
+}
+
+const bundle = async (app: string, entry: string) => {
+  const result = await esbuild.build({
+    absWorkingDir: app,
+    entryPoints: [entry],
+    bundle: true,
+    minify: true,
+    platform: "node",
+    format: "esm",
+    write: false,
+    metafile: true,
+    logLevel: "silent"
+  })
+  const output = Object.values(result.metafile.outputs)[0]!
+  const modules = Object.entries(output.inputs).filter(([, input]) => input.bytesInOutput > 0).map(([path]) => path)
+  return { bytes: output.bytes, modules }
+}
+
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`
+
+const main = async () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8")
+  const install = installLine(readme)
+  const work = mkdtempSync(join(tmpdir(), "aifs-consumer-"))
+  try {
+    console.error(`packing (builds dist/) into ${work}`)
+    const tarball = join(work, run("npm", ["pack", "--silent", "--pack-destination", work], { cwd: root }).trim())
+    const app = join(work, "app")
+    run("mkdir", ["-p", app], { cwd: work })
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer-app", private: true, type: "module" }))
+    const args = install.map((arg) => arg === "effect-aifs" ? tarball : arg)
+    console.error(`npm install ${install.join(" ")}`)
+    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...args], { cwd: app })
+    const typesNode = JSON.parse(readFileSync(join(root, "node_modules/@types/node/package.json"), "utf8")).version
+    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "-D", `@types/node@${typesNode}`], {
+      cwd: app
+    })
+
+    const effects = copiesOf(app, "effect")
+    if (effects.length !== 1) fail(`expected one copy of effect, found ${effects.length}: ${effects.join(", ")}`)
+
+    run(process.execPath, probe("esm"), { cwd: app })
+    run(process.execPath, probe("cjs"), { cwd: app })
+
+    const code = quickstart(readme)
+    writeFileSync(join(app, "quickstart.ts"), code)
+    writeFileSync(join(app, "quickstart.cts"), code)
+    writeFileSync(join(app, "tsconfig.json"), JSON.stringify(tsconfig))
+    try {
+      run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: app })
+    } catch (error) {
+      fail(`the README quickstart does not type-check:\n${(error as { stdout?: string }).stdout ?? String(error)}`)
+    }
+
+    const models = run("npx", ["--no-install", "aifs", "models"], {
+      cwd: app,
+      env: { ...process.env, AIFS_API_KEY: "", AIFS_BASE_URL: "", NO_COLOR: "1" }
+    })
+    if (!models.includes("Llama-3.3-70B-Instruct")) fail(`npx aifs models printed no model list:\n${models}`)
+
+    writeFileSync(join(app, "root.ts"), code)
+    writeFileSync(
+      join(app, "deep.ts"),
+      code.replace(
+        /import \{ Chat, Node \} from "effect-aifs"/,
+        "import * as Chat from \"effect-aifs/services/Chat\"\nimport * as Node from \"effect-aifs/layers/Node\""
+      )
+    )
+    const rooted = await bundle(app, "root.ts")
+    const deep = await bundle(app, "deep.ts")
+    const unwanted = rooted.modules.filter((path) => /effect-aifs\/dist\/esm\/(emulator|cli)\//.test(path))
+    if (unwanted.length > 0) fail(`the root bundle holds emulator or CLI modules: ${unwanted.join(", ")}`)
+    const ratio = rooted.bytes / deep.bytes
+    if (ratio > 1.05) fail(`the root bundle is ${ratio.toFixed(3)}x the deep-import bundle (at most 1.05x)`)
+
+    const size = statSync(tarball).size
+    console.log(
+      `effect copies 1, ESM ok, CJS ok, quickstart types ok, npx aifs ok, root bundle ${kb(rooted.bytes)} / ` +
+        `deep bundle ${kb(deep.bytes)} (${ratio.toFixed(3)}x, ${rooted.modules.length} modules, none of the emulator ` +
+        `or CLI), tarball ${kb(size)}`
+    )
+  } finally {
+    if (keep) console.error(`kept ${work}`)
+    else rmSync(work, { recursive: true, force: true })
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(`consumer test failed: ${error instanceof Error ? error.message : String(error)}`)
+  process.exit(1)
+})
