@@ -18,12 +18,102 @@ import type { Chaos, Stats } from "./chaos.js"
 import { developmentUsers, type UserSpec as GatewayUserSpec } from "./gateway/state.js"
 import { developmentKey, EmulatorState, type KeySpec, type Options } from "./state.js"
 
-export type { Chaos, Fault, FaultRule, Stats } from "./chaos.js"
-export { faultMix } from "./chaos.js"
-export type { GatewayOptions, UserSpec as GatewayUserSpec } from "./gateway/state.js"
-export { developmentUsers as developmentGatewayUsers } from "./gateway/state.js"
-export type { KeySpec, Options } from "./state.js"
-export { developmentKey, developmentKeys } from "./state.js"
+export type {
+  /**
+   * Fault rules, in order: the first matching rule that fires wins (`[]`: no faults).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  Chaos,
+  /**
+   * One kind of failure the emulator can inject: a status, a delay, a dropped connection, a bad body.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  Fault,
+  /**
+   * When to inject a fault: route, method, rate and how many times.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  FaultRule,
+  /**
+   * What the emulator has seen: requests, connections and injected faults, for fault tests.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  Stats
+} from "./chaos.js"
+export {
+  /**
+   * A mix of 5xx answers and dropped connections hitting a share `rate` of the requests.
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  faultMix
+} from "./chaos.js"
+export type {
+  /**
+   * How the emulated gateway behaves: users, token lifetime, upload and ingestion timing.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  GatewayOptions,
+  /**
+   * A gateway user the emulator accepts: name, password, roles.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  UserSpec as GatewayUserSpec
+} from "./gateway/state.js"
+export {
+  /**
+   * The default gateway users (development credentials, not secrets).
+   *
+   * @since 0.1.0
+   * @category keys
+   */
+  developmentUsers as developmentGatewayUsers
+} from "./gateway/state.js"
+export type {
+  /**
+   * An accepted key and its tier.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  KeySpec,
+  /**
+   * How the emulator behaves: window, keys, tiers, stream pace, gateway, chaos.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  Options
+} from "./state.js"
+export {
+  /**
+   * The development key of a tier, in the real `gen-` + 48 characters form (not a secret).
+   *
+   * @since 0.1.0
+   * @category keys
+   */
+  developmentKey,
+  /**
+   * The default keys: one per preset tier.
+   *
+   * @since 0.1.0
+   * @category keys
+   */
+  developmentKeys
+} from "./state.js"
 
 /**
  * A running emulator.
@@ -34,10 +124,15 @@ export { developmentKey, developmentKeys } from "./state.js"
 export class Emulator extends Context.Tag("effect-aifs/Emulator")<Emulator, Emulator.Service>() {}
 
 /**
+ * The types of the `Emulator` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Emulator {
   /**
+   * What `Emulator` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -47,10 +47,15 @@ export type Tier = "basic" | "standard4000"
 export class ClientConfig extends Context.Tag("effect-aifs/ClientConfig")<ClientConfig, ClientConfig.Service>() {}
 
 /**
+ * The types of the `ClientConfig` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace ClientConfig {
   /**
+   * What `ClientConfig` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -38,10 +38,15 @@ export const defaultQueryPipelinePath = "query-pipeline"
 export class GatewayConfig extends Context.Tag("effect-aifs/GatewayConfig")<GatewayConfig, GatewayConfig.Service>() {}
 
 /**
+ * The types of the `GatewayConfig` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace GatewayConfig {
   /**
+   * What `GatewayConfig` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -66,10 +66,15 @@ export interface Usage {
 export class LimiterStore extends Context.Tag("effect-aifs/LimiterStore")<LimiterStore, LimiterStore.Service>() {}
 
 /**
+ * The types of the `LimiterStore` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace LimiterStore {
   /**
+   * What `LimiterStore` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -135,10 +135,15 @@ export interface Permit {
 export class RateLimiter extends Context.Tag("effect-aifs/RateLimiter")<RateLimiter, RateLimiter.Service>() {}
 
 /**
+ * The types of the `RateLimiter` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace RateLimiter {
   /**
+   * What `RateLimiter` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -27,10 +27,15 @@ import { ClientConfig } from "./ClientConfig.js"
 export class RetryPolicy extends Context.Tag("effect-aifs/RetryPolicy")<RetryPolicy, RetryPolicy.Service>() {}
 
 /**
+ * The types of the `RetryPolicy` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace RetryPolicy {
   /**
+   * What `RetryPolicy` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -20,10 +20,15 @@ export class TokenEstimator
 {}
 
 /**
+ * The types of the `TokenEstimator` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace TokenEstimator {
   /**
+   * What `TokenEstimator` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -108,6 +108,8 @@ export const AudioModel = Schema.Struct({
 })
 
 /**
+ * The type of `AudioModel`.
+ *
  * @since 0.1.0
  * @category schemas
  */

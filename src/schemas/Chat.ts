@@ -49,6 +49,8 @@ export const ImagePart = Schema.Struct({
 export const ContentPart = Schema.Union(TextPart, ImagePart)
 
 /**
+ * The type of `ContentPart`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -75,6 +77,8 @@ export const ToolCall = Schema.Struct({
 })
 
 /**
+ * The type of `ToolCall`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -166,6 +170,8 @@ export const ToolMessage = Schema.Struct({
 export const ChatMessage = Schema.Union(SystemMessage, DeveloperMessage, UserMessage, AssistantMessage, ToolMessage)
 
 /**
+ * The type of `ChatMessage`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -194,6 +200,8 @@ export const FunctionTool = Schema.Struct({
 })
 
 /**
+ * The type of `FunctionTool`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -216,6 +224,8 @@ export const ToolChoice = Schema.Union(
 )
 
 /**
+ * The type of `ToolChoice`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -267,6 +277,8 @@ export const CreateChatCompletionParams = Schema.Struct({
 })
 
 /**
+ * The type of `CreateChatCompletionParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -292,6 +304,8 @@ export const ChatCompletionMessage = Schema.Struct({
 })
 
 /**
+ * The type of `ChatCompletionMessage`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -323,6 +337,8 @@ export const ChatCompletionChoice = Schema.Struct({
 })
 
 /**
+ * The type of `ChatCompletionChoice`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -382,6 +398,8 @@ export const ToolCallDelta = Schema.Struct({
 })
 
 /**
+ * The type of `ToolCallDelta`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -407,6 +425,8 @@ export const ChatCompletionDelta = Schema.Struct({
 })
 
 /**
+ * The type of `ChatCompletionDelta`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -430,6 +450,8 @@ export const ChatCompletionChunkChoice = Schema.Struct({
 })
 
 /**
+ * The type of `ChatCompletionChunkChoice`.
+ *
  * @since 0.1.0
  * @category schemas
  */

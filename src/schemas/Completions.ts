@@ -38,6 +38,8 @@ export const CreateCompletionParams = Schema.Struct({
 })
 
 /**
+ * The type of `CreateCompletionParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -61,6 +63,8 @@ export const CompletionChoice = Schema.Struct({
 })
 
 /**
+ * The type of `CompletionChoice`.
+ *
  * @since 0.1.0
  * @category schemas
  */

@@ -30,6 +30,8 @@ export const CreateEmbeddingParams = Schema.Struct({
 })
 
 /**
+ * The type of `CreateEmbeddingParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -104,6 +106,8 @@ export const Embedding = Schema.Struct({
 })
 
 /**
+ * The type of `Embedding`.
+ *
  * @since 0.1.0
  * @category schemas
  */

@@ -2,6 +2,27 @@
  * The typed errors of every operation. Each is a flat `Schema.TaggedError` with `isRetryable`; `ApiError`
  * is their union. Handle them by tag: `Effect.catchTag("RateLimited", ...)`.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   const answer = yield* chat.create({ model: "llama", messages: [{ role: "user", content: "Hi" }] })
+ *   return answer.text
+ * }).pipe(
+ *   // every failure is an `ApiError`: pick the ones you can do something about by tag
+ *   Effect.catchTags({
+ *     NotFound: (error) => Effect.succeed(`unknown model (${error.message})`),
+ *     RateLimited: (error) => Effect.succeed(`busy, retry later: ${error.message}`)
+ *   })
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => unknown model (Model 'llama' not found)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
@@ -32,6 +53,25 @@ const statusFields = { ...responseFields, status: Schema.Number }
  * 400 (and 4xx without a tag of their own, and a 429 "Request too large" that no wait can cure): the request
  * cannot succeed as it is.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   chat.create({
+ *     model: "Llama-3.3-70B-Instruct",
+ *     temperature: 7,
+ *     messages: [{ role: "user", content: "Hi" }]
+ *   })).pipe(
+ *     Effect.map((answer) => answer.text),
+ *     Effect.catchTag("BadRequest", (error) => Effect.succeed(`fix the request: ${error.message}`))
+ *   )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => fix the request: temperature must be a number from 0 to 2, got 7
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -44,6 +84,23 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", s
 
 /**
  * 401: the API key is missing, wrong or revoked.
+ *
+ * @example
+ * ```ts
+ * import { Models, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a scripted server that refuses the key
+ * const server = Testing.layerHttp(() => ({ status: 401, body: { detail: "Invalid API key" } }))
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.list()).pipe(
+ *   Effect.map((list) => `${list.data.length} models`),
+ *   Effect.catchTag("Unauthorized", (error) => Effect.succeed(`check AIFS_API_KEY (${error.message})`))
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => check AIFS_API_KEY (Invalid API key)
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -58,6 +115,37 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
 /**
  * 403: the key may not use this model or route.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const ask = (model: string) =>
+ *   Effect.flatMap(Chat.Chat, (chat) => chat.create({ model, messages: [{ role: "user", content: "Hi" }] }))
+ *
+ * // fall back to an open model when the key may not use a proprietary one
+ * const program = ask("gpt-4.1").pipe(
+ *   Effect.catchTag("Forbidden", () => ask("Llama-3.3-70B-Instruct")),
+ *   Effect.map((answer) => answer.model)
+ * )
+ *
+ * // a scripted server whose key may use open models only
+ * const server = Testing.layerHttp((request) =>
+ *   (request.body as { model: string }).model === "gpt-4.1"
+ *     ? { status: 403, body: { detail: "This key may not use gpt-4.1" } }
+ *     : {
+ *       body: {
+ *         id: "chatcmpl-1",
+ *         model: "Llama-3.3-70B-Instruct",
+ *         choices: [{ index: 0, message: { role: "assistant", content: "Hello" }, finish_reason: "stop" }]
+ *       }
+ *     }
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => Llama-3.3-70B-Instruct
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -70,6 +158,21 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", stat
 
 /**
  * 404: unknown path, model or object. Model ids are case-sensitive.
+ *
+ * @example
+ * ```ts
+ * import { Models, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.retrieve("llama-3.3-70b-instruct")).pipe(
+ *   Effect.map((model) => model.id),
+ *   // model ids are case-sensitive
+ *   Effect.catchTag("NotFound", (error) => Effect.succeed(`no such model: ${error.message}`))
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => no such model: Model 'llama-3.3-70b-instruct' not found
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -84,6 +187,26 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", statusF
 /**
  * 409: the request conflicts with the current state (a duplicate name, a finished job).
  *
+ * @example
+ * ```ts
+ * import { FineTuning, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a scripted server where the job has already finished (fine-tuning lives on interface 1.0.0)
+ * const server = Testing.layerHttp(
+ *   () => ({ status: 409, body: { detail: "Job ftjob-1 has already finished" } }),
+ *   { config: { apiVersion: "1.0.0" } }
+ * )
+ *
+ * const program = Effect.flatMap(FineTuning.FineTuning, (fineTuning) => fineTuning.cancel("ftjob-1")).pipe(
+ *   Effect.map((job) => `cancelled: ${job.status}`),
+ *   Effect.catchTag("Conflict", (error) => Effect.succeed(`nothing to cancel: ${error.message}`))
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => nothing to cancel: Job ftjob-1 has already finished
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -96,6 +219,28 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", statusF
 
 /**
  * 422: the body failed the server's validation; `issues` lists where.
+ *
+ * @example
+ * ```ts
+ * import { Embeddings, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a scripted server answering a FastAPI validation error
+ * const server = Testing.layerHttp(() => ({
+ *   status: 422,
+ *   body: { detail: [{ loc: ["body", "input"], msg: "Field required", type: "missing" }] }
+ * }))
+ *
+ * const program = Effect.flatMap(Embeddings.Embeddings, (embeddings) =>
+ *   embeddings.create({ model: "text-embedding-bge-m3", input: "Hello" })).pipe(
+ *     Effect.map((list) => `${list.data.length} vectors`),
+ *     Effect.catchTag("UnprocessableEntity", (error) =>
+ *       Effect.succeed((error.issues ?? []).map((issue) => `${issue.loc.join(".")}: ${issue.msg}`).join("; ")))
+ *   )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => body.input: Field required
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -114,6 +259,30 @@ export class UnprocessableEntity extends Schema.TaggedError<UnprocessableEntity>
  * 429: too many requests or tokens for the key's quota right now. `retryAfter` is how long the server asked
  * to wait (from `retry-after`, the reset headers, or the message); retried by the `RetryPolicy` when that
  * fits in its budget.
+ *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Duration from "effect/Duration"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   chat.create({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }] })).pipe(
+ *     Effect.map((answer) => answer.text),
+ *     // reached only when the retries gave up (here: none allowed)
+ *     Effect.catchTag("RateLimited", (error) =>
+ *       Effect.succeed(`busy: retry in ${error.retryAfter ? Duration.format(error.retryAfter) : "a while"}`))
+ *   )
+ *
+ * // an emulator that answers every request with a 429
+ * const server = Testing.layerEmulator({
+ *   chaos: [{ fault: { kind: "status", status: 429 } }],
+ *   client: { maxRetries: 0 }
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => busy: retry in 1s
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -134,6 +303,28 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
 /**
  * 429 or 402 whose body says the quota, budget or billing limit is spent: waiting will not help.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a scripted proprietary model whose budget is spent
+ * const server = Testing.layerHttp(() => ({
+ *   status: 429,
+ *   body: { error: { message: "You exceeded your current quota", type: "insufficient_quota" } }
+ * }))
+ *
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   chat.create({ model: "gpt-4o", messages: [{ role: "user", content: "Hi" }] })).pipe(
+ *     Effect.map((answer) => answer.text),
+ *     // not retried: waiting will not help
+ *     Effect.catchTag("QuotaExceeded", (error) => Effect.succeed(`out of budget: ${error.message}`))
+ *   )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => out of budget: You exceeded your current quota
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -147,6 +338,23 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
 /**
  * The request needs more tokens than the key's whole quota per window allows: no wait can make it pass.
  * Raised by the client's rate limiter before sending, or from a server's 429 "Request too large".
+ *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   chat.create({ model: "gpt-4o", max_tokens: 1_000_000, messages: [{ role: "user", content: "Hi" }] })).pipe(
+ *     Effect.map((answer) => answer.text),
+ *     // the client's rate limiter refuses it before sending: no wait could make it fit
+ *     Effect.catchTag("RequestTooLarge", (error) =>
+ *       Effect.succeed(`needs ${error.requested} tokens, the quota allows ${error.limit}`))
+ *   )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => needs 1000007 tokens, the quota allows 150000
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -171,6 +379,27 @@ export class RequestTooLarge extends Schema.TaggedError<RequestTooLarge>()("Requ
 /**
  * 5xx: the server or a proxy failed; 503 means the model is temporarily unavailable.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   chat.create({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }] })).pipe(
+ *     Effect.map((answer) => answer.text),
+ *     Effect.catchTag("ServerError", (error) => Effect.succeed(`${error.status}: ${error.message}`))
+ *   )
+ *
+ * // an emulator whose model is down, and a client that does not retry
+ * const server = Testing.layerEmulator({
+ *   chaos: [{ fault: { kind: "status", status: 503 } }],
+ *   client: { maxRetries: 0 }
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => 503: Model temporarily unavailable, please try again later
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -183,6 +412,25 @@ export class ServerError extends Schema.TaggedError<ServerError>()("ServerError"
 
 /**
  * The connection failed: refused, reset, DNS, TLS, or dropped mid-body.
+ *
+ * @example
+ * ```ts
+ * import { Models, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.list()).pipe(
+ *   Effect.map((list) => `${list.data.length} models`),
+ *   Effect.catchTag("TransportError", (error) => Effect.succeed(`no connection: ${error.message}`))
+ * )
+ *
+ * // an emulator that drops every connection, and a client that does not retry
+ * const server = Testing.layerEmulator({
+ *   chaos: [{ fault: { kind: "resetBeforeBody" } }],
+ *   client: { maxRetries: 0 }
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -205,6 +453,27 @@ export class TransportError extends Schema.TaggedError<TransportError>()("Transp
  * A time limit fired. `timeout` names which one: `total` (a whole attempt), `idle` (between stream chunks),
  * `connect` or `firstByte`.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   chat.create({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }] })).pipe(
+ *     Effect.map((answer) => answer.text),
+ *     Effect.catchTag("Timeout", (error) => Effect.succeed(`${error.timeout}: ${error.message}`))
+ *   )
+ *
+ * // an emulator that holds its answers for 2 seconds, and a client that waits 100 ms for one
+ * const server = Testing.layerEmulator({
+ *   chaos: [{ fault: { kind: "slowFirstByte", delay: "2 seconds" } }],
+ *   client: { firstByteTimeout: "100 millis", maxRetries: 0 }
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => firstByte: no response within 100ms
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -226,6 +495,23 @@ export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
 
 /**
  * The body did not match its schema (or was not JSON). `excerpt` holds the start of the body, bounded.
+ *
+ * @example
+ * ```ts
+ * import { Models, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.list()).pipe(
+ *   Effect.map((list) => `${list.data.length} models`),
+ *   Effect.catchTag("DecodeError", (error) => Effect.succeed(`unexpected answer: ${error.excerpt}`))
+ * )
+ *
+ * // a scripted server answering HTML where JSON was expected
+ * const server = Testing.layerHttp(() => ({ body: "<html>Maintenance</html>" }))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => unexpected answer: <html>Maintenance</html>
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -251,6 +537,21 @@ export class DecodeError extends Schema.TaggedError<DecodeError>()("DecodeError"
 /**
  * The operation is not available under the configured interface version (fine-tuning under `1.1.0`) and the
  * caller did not opt in. Raised by the client before sending.
+ *
+ * @example
+ * ```ts
+ * import { FineTuning, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the client is configured for interface 1.1.0 (the default), which has no fine-tuning routes
+ * const program = Effect.flatMap(FineTuning.FineTuning, (fineTuning) => fineTuning.list()).pipe(
+ *   Effect.map((page) => `${page.data.length} jobs`),
+ *   Effect.catchTag("Unsupported", (error) => Effect.succeed(`${error.operation} needs another interface version`))
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => FineTuning.list needs another interface version
+ * ```
  *
  * @since 0.1.0
  * @category errors

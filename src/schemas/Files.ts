@@ -17,6 +17,8 @@ import { Nullish, OpenEnum } from "./Shared.js"
 export const FilePurpose = OpenEnum(["fine-tune", "visual-rag"], "What a file is for.")
 
 /**
+ * The type of `FilePurpose`: the known purposes, or any other string.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -44,6 +46,8 @@ export const FileValidation = Schema.Struct({
 })
 
 /**
+ * The type of `FileValidation`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -154,6 +158,8 @@ export const ListFilesParams = Schema.Struct({
 })
 
 /**
+ * The type of `ListFilesParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */

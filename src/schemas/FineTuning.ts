@@ -52,6 +52,8 @@ export const CreateFineTuningJobParams = Schema.Struct({
 })
 
 /**
+ * The type of `CreateFineTuningJobParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -224,6 +226,8 @@ export const ListJobsParams = Schema.Struct({
 })
 
 /**
+ * The type of `ListJobsParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */

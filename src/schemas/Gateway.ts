@@ -22,6 +22,8 @@ export const LoginParams = Schema.Struct({
 }).annotations({ identifier: "GatewayLoginParams" })
 
 /**
+ * The type of `LoginParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -56,6 +58,8 @@ export const AllowedLlm = Schema.Struct({
 })
 
 /**
+ * The type of `AllowedLlm`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -77,6 +81,8 @@ export const LocalKbConfig = Schema.Struct({
 })
 
 /**
+ * The type of `LocalKbConfig`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -189,6 +195,8 @@ export const IngestMetadata = Schema.Struct({
 })
 
 /**
+ * The type of `IngestMetadata`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -210,6 +218,8 @@ export const CreateTaskParams = Schema.Struct({
 }).annotations({ identifier: "GatewayCreateTaskParams" })
 
 /**
+ * The type of `CreateTaskParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -277,6 +287,8 @@ export const SessionConfig = Schema.Struct({
 })
 
 /**
+ * The type of `SessionConfig`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -296,6 +308,8 @@ export const CreateSessionParams = Schema.Struct({
 }).annotations({ identifier: "GatewayCreateSessionParams" })
 
 /**
+ * The type of `CreateSessionParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -368,6 +382,8 @@ export const ChatParams = Schema.Struct({
 }).annotations({ identifier: "GatewayChatParams" })
 
 /**
+ * The type of `ChatParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -391,6 +407,8 @@ export const ChatSource = Schema.Struct({
 })
 
 /**
+ * The type of `ChatSource`.
+ *
  * @since 0.1.0
  * @category schemas
  */

@@ -37,6 +37,8 @@ export const CreateImageParams = Schema.Struct({
 })
 
 /**
+ * The type of `CreateImageParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -79,6 +81,8 @@ export const ImageData = Schema.Struct({
 })
 
 /**
+ * The type of `ImageData`.
+ *
  * @since 0.1.0
  * @category schemas
  */

@@ -47,6 +47,8 @@ export const ModelMetaData = Schema.Struct({
 })
 
 /**
+ * The type of `ModelMetaData`.
+ *
  * @since 0.1.0
  * @category schemas
  */

@@ -80,6 +80,8 @@ export const ResponseFunctionTool = Schema.Struct({
 })
 
 /**
+ * The type of `ResponseFunctionTool`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -144,6 +146,8 @@ export const CreateResponseParams = Schema.Struct({
 })
 
 /**
+ * The type of `CreateResponseParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -167,6 +171,8 @@ export const OutputContent = Schema.Struct({
 })
 
 /**
+ * The type of `OutputContent`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -201,6 +207,8 @@ export const OutputItem = Schema.Struct({
 })
 
 /**
+ * The type of `OutputItem`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -341,6 +349,8 @@ export const ResponseStreamEvent = Schema.Union(
 )
 
 /**
+ * The type of `ResponseStreamEvent`.
+ *
  * @since 0.1.0
  * @category schemas
  */

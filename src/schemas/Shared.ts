@@ -85,6 +85,8 @@ export const ValidationIssue = Schema.Struct({
 })
 
 /**
+ * The type of `ValidationIssue`.
+ *
  * @since 0.1.0
  * @category schemas
  */

@@ -22,6 +22,8 @@ export const EmbeddingModels = Schema.Struct({
 })
 
 /**
+ * The type of `EmbeddingModels`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -43,6 +45,8 @@ export const CreateVectorStoreParams = Schema.Struct({
 })
 
 /**
+ * The type of `CreateVectorStoreParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -68,6 +72,8 @@ export const FileCounts = Schema.Struct({
 })
 
 /**
+ * The type of `FileCounts`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -178,6 +184,8 @@ export const AddFileParams = Schema.Struct({
 })
 
 /**
+ * The type of `AddFileParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -265,6 +273,8 @@ export const SearchParams = Schema.Struct({
 })
 
 /**
+ * The type of `SearchParams`.
+ *
  * @since 0.1.0
  * @category schemas
  */

@@ -20,7 +20,36 @@ import {
   type WithResponse
 } from "./InferenceHttpClient.js"
 
-export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
+export {
+  /**
+   * A file from a `Blob` (see `Upload.fromBlob`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromBlob,
+  /**
+   * A file from bytes in memory, or a string as UTF-8 (see `Upload.fromBytes`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromBytes,
+  /**
+   * A file from a path, streamed from disk while the request is sent (see `Upload.fromPath`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromPath,
+  /**
+   * A file from a stream of chunks, sent once and never retried (see `Upload.fromStream`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromStream
+} from "../schemas/Upload.js"
 
 /**
  * Speech to text.
@@ -31,10 +60,15 @@ export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
 export class Audio extends Context.Tag("effect-aifs/Audio")<Audio, Audio.Service>() {}
 
 /**
+ * The types of the `Audio` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Audio {
   /**
+   * What `Audio` provides.
+   *
    * @since 0.1.0
    * @category models
    */

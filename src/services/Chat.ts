@@ -30,10 +30,15 @@ import { InferenceHttpClient, withoutResponse, type WithResponse } from "./Infer
 export class Chat extends Context.Tag("effect-aifs/Chat")<Chat, Chat.Service>() {}
 
 /**
+ * The types of the `Chat` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Chat {
   /**
+   * What `Chat` provides.
+   *
    * @since 0.1.0
    * @category models
    */

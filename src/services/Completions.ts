@@ -21,10 +21,15 @@ import { InferenceHttpClient, withoutResponse, type WithResponse } from "./Infer
 export class Completions extends Context.Tag("effect-aifs/Completions")<Completions, Completions.Service>() {}
 
 /**
+ * The types of the `Completions` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Completions {
   /**
+   * What `Completions` provides.
+   *
    * @since 0.1.0
    * @category models
    */

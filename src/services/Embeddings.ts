@@ -20,10 +20,15 @@ import { InferenceHttpClient, withoutResponse, type WithResponse } from "./Infer
 export class Embeddings extends Context.Tag("effect-aifs/Embeddings")<Embeddings, Embeddings.Service>() {}
 
 /**
+ * The types of the `Embeddings` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Embeddings {
   /**
+   * What `Embeddings` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -23,8 +23,45 @@ import {
 import type { FileInput } from "../schemas/Upload.js"
 import { type Base, InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
-export type { FileInput } from "../schemas/Upload.js"
-export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
+export type {
+  /**
+   * The file of an upload: bytes, a path, a stream or a `Blob` (see `Upload.FileInput`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  FileInput
+} from "../schemas/Upload.js"
+export {
+  /**
+   * A file from a `Blob` (see `Upload.fromBlob`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromBlob,
+  /**
+   * A file from bytes in memory, or a string as UTF-8 (see `Upload.fromBytes`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromBytes,
+  /**
+   * A file from a path, streamed from disk while the request is sent (see `Upload.fromPath`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromPath,
+  /**
+   * A file from a stream of chunks, sent once and never retried (see `Upload.fromStream`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromStream
+} from "../schemas/Upload.js"
 
 /**
  * Parameters of an upload.
@@ -67,10 +104,15 @@ export const baseOf = (purpose: FilePurpose | undefined): Base => purpose === "v
 export class Files extends Context.Tag("effect-aifs/Files")<Files, Files.Service>() {}
 
 /**
+ * The types of the `Files` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Files {
   /**
+   * What `Files` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -46,10 +46,15 @@ export interface Options {
 export class FineTuning extends Context.Tag("effect-aifs/FineTuning")<FineTuning, FineTuning.Service>() {}
 
 /**
+ * The types of the `FineTuning` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace FineTuning {
   /**
+   * What `FineTuning` provides.
+   *
    * @since 0.1.0
    * @category models
    */

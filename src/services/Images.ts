@@ -15,7 +15,36 @@ import type { ApiError } from "../schemas/Errors.js"
 import { type CreateImageParams, type EditImageParams, ImagesResponse } from "../schemas/Images.js"
 import { InferenceHttpClient, type RequestOptions, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
-export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
+export {
+  /**
+   * A file from a `Blob` (see `Upload.fromBlob`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromBlob,
+  /**
+   * A file from bytes in memory, or a string as UTF-8 (see `Upload.fromBytes`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromBytes,
+  /**
+   * A file from a path, streamed from disk while the request is sent (see `Upload.fromPath`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromPath,
+  /**
+   * A file from a stream of chunks, sent once and never retried (see `Upload.fromStream`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromStream
+} from "../schemas/Upload.js"
 
 /**
  * Images.
@@ -26,10 +55,15 @@ export { fromBlob, fromBytes, fromPath, fromStream } from "../schemas/Upload.js"
 export class Images extends Context.Tag("effect-aifs/Images")<Images, Images.Service>() {}
 
 /**
+ * The types of the `Images` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Images {
   /**
+   * What `Images` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -133,10 +133,15 @@ export class InferenceHttpClient
 {}
 
 /**
+ * The types of the `InferenceHttpClient` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace InferenceHttpClient {
   /**
+   * What `InferenceHttpClient` provides.
+   *
    * @since 0.1.0
    * @category models
    */

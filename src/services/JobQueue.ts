@@ -27,7 +27,29 @@ import { sendTranscription } from "./Audio.js"
 import { sendEdit } from "./Images.js"
 import { InferenceHttpClient, type RequestOptions, type WithResponse } from "./InferenceHttpClient.js"
 
-export { Accepted, Completed, type QueueResult } from "../schemas/JobQueue.js"
+export {
+  /**
+   * The queue accepted the work and answered a handle (see `JobQueueSchema.Accepted`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  Accepted,
+  /**
+   * The queue answered the ordinary result (see `JobQueueSchema.Completed`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  Completed,
+  /**
+   * A queue answer: `Completed` or `Accepted`.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type QueueResult
+} from "../schemas/JobQueue.js"
 
 /**
  * Time limits of queue requests.
@@ -51,10 +73,15 @@ export interface Options {
 export class JobQueue extends Context.Tag("effect-aifs/JobQueue")<JobQueue, JobQueue.Service>() {}
 
 /**
+ * The types of the `JobQueue` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace JobQueue {
   /**
+   * What `JobQueue` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -21,10 +21,15 @@ import { InferenceHttpClient, withoutResponse, type WithResponse } from "./Infer
 export class Models extends Context.Tag("effect-aifs/Models")<Models, Models.Service>() {}
 
 /**
+ * The types of the `Models` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Models {
   /**
+   * What `Models` provides.
+   *
    * @since 0.1.0
    * @category models
    */

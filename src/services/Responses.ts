@@ -16,7 +16,15 @@ import type { ApiError } from "../schemas/Errors.js"
 import { type CreateResponseParams, knownEventTypes, Response, ResponseStreamEvent } from "../schemas/Responses.js"
 import { InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
-export { outputText } from "../schemas/Responses.js"
+export {
+  /**
+   * The text of a response: its `output_text` parts, joined (see `ResponsesSchema.outputText`).
+   *
+   * @since 0.1.0
+   * @category helpers
+   */
+  outputText
+} from "../schemas/Responses.js"
 
 /**
  * Responses.
@@ -27,10 +35,15 @@ export { outputText } from "../schemas/Responses.js"
 export class Responses extends Context.Tag("effect-aifs/Responses")<Responses, Responses.Service>() {}
 
 /**
+ * The types of the `Responses` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Responses {
   /**
+   * What `Responses` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -66,10 +66,15 @@ export interface WaitOptions {
 export class VectorStores extends Context.Tag("effect-aifs/VectorStores")<VectorStores, VectorStores.Service>() {}
 
 /**
+ * The types of the `VectorStores` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace VectorStores {
   /**
+   * What `VectorStores` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -46,10 +46,15 @@ export interface Token {
 export class Auth extends Context.Tag("effect-aifs/gateway/Auth")<Auth, Auth.Service>() {}
 
 /**
+ * The types of the `Auth` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Auth {
   /**
+   * What `Auth` provides.
+   *
    * @since 0.1.0
    * @category models
    */

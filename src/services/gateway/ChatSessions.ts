@@ -23,10 +23,15 @@ export class ChatSessions
 {}
 
 /**
+ * The types of the `ChatSessions` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace ChatSessions {
   /**
+   * What `ChatSessions` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -23,10 +23,15 @@ export class ConfigManager
 {}
 
 /**
+ * The types of the `ConfigManager` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace ConfigManager {
   /**
+   * What `ConfigManager` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -55,10 +55,15 @@ export interface WaitOptions {
 export class FileManager extends Context.Tag("effect-aifs/gateway/FileManager")<FileManager, FileManager.Service>() {}
 
 /**
+ * The types of the `FileManager` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace FileManager {
   /**
+   * What `FileManager` provides.
+   *
    * @since 0.1.0
    * @category models
    */

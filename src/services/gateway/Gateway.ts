@@ -76,10 +76,15 @@ export interface RequestParams<A, I> {
 export class Gateway extends Context.Tag("effect-aifs/gateway/Gateway")<Gateway, Gateway.Service>() {}
 
 /**
+ * The types of the `Gateway` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace Gateway {
   /**
+   * What `Gateway` provides.
+   *
    * @since 0.1.0
    * @category models
    */

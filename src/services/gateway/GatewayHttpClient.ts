@@ -14,7 +14,22 @@ import type * as Schema from "effect/Schema"
 import type { ApiError } from "../../schemas/Errors.js"
 import type { WithResponse } from "../InferenceHttpClient.js"
 
-export type { ResponseMetadata, WithResponse } from "../InferenceHttpClient.js"
+export type {
+  /**
+   * What a response said besides its body (see `InferenceHttpClient.ResponseMetadata`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ResponseMetadata,
+  /**
+   * A decoded body together with its response metadata.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  WithResponse
+} from "../InferenceHttpClient.js"
 
 /**
  * Per-request options.
@@ -42,10 +57,15 @@ export class GatewayHttpClient
 {}
 
 /**
+ * The types of the `GatewayHttpClient` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace GatewayHttpClient {
   /**
+   * What `GatewayHttpClient` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -26,10 +26,15 @@ export class IngestMaster
 {}
 
 /**
+ * The types of the `IngestMaster` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace IngestMaster {
   /**
+   * What `IngestMaster` provides.
+   *
    * @since 0.1.0
    * @category models
    */

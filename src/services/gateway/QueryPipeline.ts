@@ -23,10 +23,15 @@ export class QueryPipeline
 {}
 
 /**
+ * The types of the `QueryPipeline` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace QueryPipeline {
   /**
+   * What `QueryPipeline` provides.
+   *
    * @since 0.1.0
    * @category models
    */

@@ -18,7 +18,15 @@ import { FileManager, type UploadFile } from "./FileManager.js"
 import { IngestMaster } from "./IngestMaster.js"
 import { QueryPipeline } from "./QueryPipeline.js"
 
-export type { UploadFile } from "./FileManager.js"
+export type {
+  /**
+   * A file to upload: name, content and media type (see `FileManager.UploadFile`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  UploadFile
+} from "./FileManager.js"
 
 /**
  * How one file ended.

@@ -21,10 +21,15 @@ import { Gateway } from "./Gateway.js"
 export class UserManager extends Context.Tag("effect-aifs/gateway/UserManager")<UserManager, UserManager.Service>() {}
 
 /**
+ * The types of the `UserManager` tag.
+ *
  * @since 0.1.0
+ * @category models
  */
 export declare namespace UserManager {
   /**
+   * What `UserManager` provides.
+   *
    * @since 0.1.0
    * @category models
    */
