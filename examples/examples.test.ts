@@ -183,7 +183,7 @@ describe("examples", () => {
       assert.strictEqual(final?.waiting, 0)
       assert.match(output, /waiting: +[1-5] +window: 20\/20 requests/)
       assert.include(output, "25/25 answered")
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "2 seconds" }))))
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "3 seconds" }))))
 
   it.effect("run.ts: without AIFS_API_KEY the examples use the emulator, with it the configured service", () =>
     Effect.gen(function*() {

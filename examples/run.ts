@@ -12,7 +12,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { resolve } from "node:path"
+import { realpathSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 type Failure = ConfigError.ConfigError | HttpServerError.ServeError
@@ -51,7 +51,7 @@ export const gateway = (
 
 /** True when this module is the script node was started with (`npx tsx examples/x.ts`), not an import. */
 export const isMain = (moduleUrl: string): boolean =>
-  process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(moduleUrl)
+  process.argv[1] !== undefined && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(moduleUrl))
 
 /** Runs a program with `layer`, as a Node main: errors are printed, Ctrl-C interrupts. */
 export const run = <A, E, R, E2>(program: Effect.Effect<A, E, R>, layer: Layer.Layer<R, E2>): void =>
