@@ -1,6 +1,26 @@
 /**
  * Speech to text: `POST /audio/transcriptions`, `POST /audio/translations` (multipart) and `GET /audio/models`.
  *
+ * @example
+ * ```ts
+ * import { Audio, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const audio = yield* Audio.Audio
+ *   const models = yield* audio.models()
+ *   // `Audio.fromPath("meeting.mp3")` streams a file from disk; bytes in memory here
+ *   const transcript = yield* audio.transcribe({
+ *     model: models.ids[0] ?? "whisper-large-v3",
+ *     file: Audio.fromBytes(new Uint8Array(2048), "note.wav", "audio/wav"),
+ *     language: "de"
+ *   })
+ *   return transcript.text
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -53,6 +73,25 @@ export {
 
 /**
  * Speech to text.
+ *
+ * @example
+ * ```ts
+ * import { Audio, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // subtitles: `srt` and `vtt` answer plain text, which becomes the result's `text`
+ * const program = Effect.gen(function*() {
+ *   const audio = yield* Audio.Audio
+ *   const subtitles = yield* audio.transcribe({
+ *     model: "whisper-large-v3",
+ *     file: Audio.fromBytes(new Uint8Array(2048), "talk.wav", "audio/wav"),
+ *     response_format: "vtt"
+ *   })
+ *   return subtitles.text.split("\n")[0]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -165,6 +204,19 @@ export const make: Effect.Effect<Audio.Service, never, InferenceHttpClient> = Ef
 
 /**
  * The service, on an `InferenceHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { Audio, ClientConfig, InferenceHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // Audio alone, on the Node HTTP client
+ * export const AudioLive: Layer.Layer<Audio.Audio> = Audio.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

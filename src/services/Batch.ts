@@ -3,6 +3,41 @@
  * chat completions, completions and embeddings), a `Stream` of result lines out, as fast as the rate
  * limiter lets them go. A failed request becomes an error line, never a failed stream.
  *
+ * @example
+ * ```ts
+ * import { Batch, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Either from "effect/Either"
+ * import * as Stream from "effect/Stream"
+ *
+ * // lines of a batch file (JSON Lines), e.g. read with `FileSystem.stream` and `Stream.splitLines`
+ * const lines = [
+ *   JSON.stringify({
+ *     custom_id: "greeting",
+ *     url: "/v1/chat/completions",
+ *     body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }] }
+ *   }),
+ *   JSON.stringify({
+ *     custom_id: "vector",
+ *     url: "/v1/embeddings",
+ *     body: { model: "text-embedding-bge-m3", input: "Hi" }
+ *   }),
+ *   JSON.stringify({ custom_id: "broken", url: "/v1/images" })
+ * ]
+ *
+ * const parsed = lines.map((line, i) => Batch.parseLine(line, i + 1))
+ * const bad = parsed.flatMap((line) => Either.isLeft(line) ? [line.left] : [])
+ * const requests = Stream.fromIterable(parsed.flatMap((line) => Either.isRight(line) ? [line.right] : []))
+ *
+ * const program = Batch.run(requests, { concurrency: 8 }).pipe(
+ *   Stream.map((result) => `${result.custom_id}: ${result.response?.status_code ?? result.error?.code}`),
+ *   Stream.runCollect,
+ *   Effect.map((results) => [...results, ...bad.map((line) => `line ${line.line}: ${line.reason}`)])
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"

@@ -2,6 +2,28 @@
  * Chat completions: `POST /chat/completions`, plain and streamed, and a fold of a chunk stream back into a
  * completion.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   const answer = yield* chat.create({
+ *     model: "Llama-3.3-70B-Instruct",
+ *     messages: [
+ *       { role: "system", content: "Answer in one sentence." },
+ *       { role: "user", content: "What is a rate limit?" }
+ *     ],
+ *     max_tokens: 60
+ *   })
+ *   return `${answer.text} (${answer.usage?.total_tokens} tokens)`
+ * })
+ *
+ * // `Node.layerFromEnv` for the real service; here the emulator, on a loopback port
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -23,6 +45,25 @@ import { InferenceHttpClient, withoutResponse, type WithResponse } from "./Infer
 
 /**
  * Chat completions.
+ *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Stream from "effect/Stream"
+ *
+ * // the answer as it is generated, chunk by chunk
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   const stream = chat.createStream({
+ *     model: "Llama-3.3-70B-Instruct",
+ *     messages: [{ role: "user", content: "Count to five." }]
+ *   })
+ *   return yield* stream.pipe(Stream.map((chunk) => chunk.text), Stream.mkString)
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -92,6 +133,19 @@ export const make: Effect.Effect<Chat.Service, never, InferenceHttpClient> = Eff
 
 /**
  * The service, on an `InferenceHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { Chat, ClientConfig, InferenceHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // Chat alone (no other service, no proactive rate limiter), on the Node HTTP client
+ * export const ChatLive: Layer.Layer<Chat.Chat> = Chat.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-...", tier: "standard4000" })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -181,6 +235,20 @@ export const foldChunks = (chunks: Iterable<ChatCompletionChunk>): ChatCompletio
 
 /**
  * Runs a chunk stream to its end and folds it into a completion.
+ *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // stream for the user, keep the whole completion for the log
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   Chat.collect(
+ *     chat.createStream({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }] })
+ *   )).pipe(Effect.map((answer) => `${answer.choices[0]?.finish_reason}: ${answer.usage?.completion_tokens} tokens`))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category folding

@@ -1,6 +1,24 @@
 /**
  * Legacy text completions: `POST /completions` (open-source models only), plain and streamed.
  *
+ * @example
+ * ```ts
+ * import { Completions, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const completions = yield* Completions.Completions
+ *   const completion = yield* completions.create({
+ *     model: "Llama-3.3-70B-Instruct",
+ *     prompt: "The three primary colours are",
+ *     max_tokens: 20
+ *   })
+ *   return completion.choices[0]?.text
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -14,6 +32,24 @@ import { InferenceHttpClient, withoutResponse, type WithResponse } from "./Infer
 
 /**
  * Text completions.
+ *
+ * @example
+ * ```ts
+ * import { Completions, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Stream from "effect/Stream"
+ *
+ * // each streamed element carries the new text in `choices[0].text`
+ * const program = Effect.gen(function*() {
+ *   const completions = yield* Completions.Completions
+ *   return yield* completions.createStream({ model: "Llama-3.3-70B-Instruct", prompt: "Once upon a time" }).pipe(
+ *     Stream.map((piece) => piece.choices[0]?.text ?? ""),
+ *     Stream.mkString
+ *   )
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -76,6 +112,19 @@ export const make: Effect.Effect<Completions.Service, never, InferenceHttpClient
 
 /**
  * The service, on an `InferenceHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, Completions, InferenceHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // Completions alone, on the Node HTTP client
+ * export const CompletionsLive: Layer.Layer<Completions.Completions> = Completions.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -1,6 +1,26 @@
 /**
  * Files: upload (`fine-tune` on `/v2`, `visual-rag` on `/v1`), list, retrieve, delete, validate.
  *
+ * @example
+ * ```ts
+ * import { Files, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const training = [
+ *   { messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello! How can I help?" }] }
+ * ].map((example) => JSON.stringify(example)).join("\n")
+ *
+ * const program = Effect.gen(function*() {
+ *   const files = yield* Files.Files
+ *   // `Files.fromPath("train.jsonl")` streams a file from disk instead
+ *   const file = yield* files.upload({ file: Files.fromBytes(training, "train.jsonl"), purpose: "fine-tune" })
+ *   yield* files.validate(file.id)
+ *   return `${file.id}: ${file.bytes} bytes, ${file.status}`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -97,6 +117,27 @@ export const baseOf = (purpose: FilePurpose | undefined): Base => purpose === "v
 
 /**
  * Files.
+ *
+ * @example
+ * ```ts
+ * import { Files, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Stream from "effect/Stream"
+ *
+ * // every file, page after page, and the fine-tune files deleted
+ * const program = Effect.gen(function*() {
+ *   const files = yield* Files.Files
+ *   yield* files.upload({ file: Files.fromBytes("{}", "old.jsonl"), purpose: "fine-tune" })
+ *   const deleted = yield* files.listAll({ purpose: "fine-tune" }).pipe(
+ *     Stream.mapEffect((file) => files.delete(file.id)),
+ *     Stream.runCount
+ *   )
+ *   return `${deleted} file(s) deleted`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => 1 file(s) deleted
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -208,6 +249,19 @@ export const make: Effect.Effect<Files.Service, never, InferenceHttpClient> = Ef
 
 /**
  * The service, on an `InferenceHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, Files, InferenceHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // Files alone, on the Node HTTP client
+ * export const FilesLive: Layer.Layer<Files.Files> = Files.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -3,6 +3,28 @@
  * has no fine-tuning routes: there every operation fails with `Unsupported` before sending, unless the layer
  * was built with `allowFineTuning: true`.
  *
+ * @example
+ * ```ts
+ * import { Files, FineTuning, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const files = yield* Files.Files
+ *   const fineTuning = yield* FineTuning.FineTuning
+ *   const example = { messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello" }] }
+ *   const training = yield* files.upload({
+ *     file: Files.fromBytes(JSON.stringify(example) + "\n", "train.jsonl"),
+ *     purpose: "fine-tune"
+ *   })
+ *   const job = yield* fineTuning.create({ model: "Llama-3.3-70B-Instruct", training_file: training.id })
+ *   return `${job.id}: ${job.status}`
+ * })
+ *
+ * // fine-tuning routes exist under interface 1.0.0 only
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator({ client: { apiVersion: "1.0.0" } }))))
+ *   .then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -39,6 +61,23 @@ export interface Options {
 
 /**
  * Fine-tuning jobs.
+ *
+ * @example
+ * ```ts
+ * import { FineTuning, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Stream from "effect/Stream"
+ *
+ * // the jobs that are still running, across every page
+ * const program = Effect.gen(function*() {
+ *   const fineTuning = yield* FineTuning.FineTuning
+ *   const running = yield* fineTuning.listAll().pipe(Stream.filter((job) => !job.isFinished), Stream.runCollect)
+ *   return [...running].map((job) => job.id)
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator({ client: { apiVersion: "1.0.0" } }))))
+ *   .then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -151,6 +190,19 @@ export const make = (options: Options = {}): Effect.Effect<FineTuning.Service, n
 /**
  * The service, on an `InferenceHttpClient`; under interface 1.1.0 its operations fail with `Unsupported`.
  *
+ * @example
+ * ```ts
+ * import { ClientConfig, FineTuning, InferenceHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // FineTuning alone, on the Node HTTP client, for a client configured for interface 1.0.0
+ * export const FineTuningLive: Layer.Layer<FineTuning.FineTuning> = FineTuning.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-...", apiVersion: "1.0.0" })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -159,6 +211,25 @@ export const layer: Layer.Layer<FineTuning, never, InferenceHttpClient> = Layer.
 /**
  * The service with options: `layerWith({ allowFineTuning: true })` sends fine-tuning requests whatever the
  * configured interface version. Provide it before (inside) the composite layers to replace their default.
+ *
+ * @example
+ * ```ts
+ * import { FineTuning, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // send fine-tuning requests although the client is configured for interface 1.1.0
+ * const FineTuningOptedIn = FineTuning.layerWith({ allowFineTuning: true }).pipe(
+ *   Layer.provide(Testing.layerEmulator())
+ * )
+ *
+ * const program = Effect.flatMap(FineTuning.FineTuning, (fineTuning) => fineTuning.list()).pipe(
+ *   Effect.map((page) => `${page.data.length} jobs`)
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(FineTuningOptedIn))).then(console.log)
+ * // => 0 jobs
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -1,6 +1,21 @@
 /**
  * Images: `POST /images/generations`, and edits through the queue route `/queue/images/edits` (multipart).
  *
+ * @example
+ * ```ts
+ * import { Images, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const images = yield* Images.Images
+ *   const result = yield* images.generate({ model: "gpt-image-1", prompt: "A lighthouse at dusk", size: "1024x1024" })
+ *   // `b64_json` answers decoded to bytes (write them with `fs.writeFile("lighthouse.png", bytes)`)
+ *   return result.bytes.map((bytes) => `${bytes.length} bytes`)
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -48,6 +63,27 @@ export {
 
 /**
  * Images.
+ *
+ * @example
+ * ```ts
+ * import { Images, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // an edit goes to the queue route, with a long time limit
+ * const program = Effect.gen(function*() {
+ *   const images = yield* Images.Images
+ *   const generated = yield* images.generate({ model: "gpt-image-1", prompt: "A red bicycle" })
+ *   const edited = yield* images.edit({
+ *     model: "gpt-image-1",
+ *     prompt: "Make the bicycle blue",
+ *     image: Images.fromBytes(generated.bytes[0] ?? new Uint8Array(), "bicycle.png", "image/png")
+ *   })
+ *   return edited.data.length
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => 1
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -134,6 +170,19 @@ export const make: Effect.Effect<Images.Service, never, InferenceHttpClient> = E
 
 /**
  * The service, on an `InferenceHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, Images, InferenceHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // Images alone, on the Node HTTP client
+ * export const ImagesLive: Layer.Layer<Images.Images> = Images.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

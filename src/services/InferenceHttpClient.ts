@@ -2,6 +2,24 @@
  * The transport every inference service sends through: base resolution, authentication, rate-limit headers,
  * error mapping and retries happen here, once. Services hand it relative requests and schemas.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // every operation has a `...WithResponse` variant: the value, and what the response said besides it
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   const { response, value } = yield* chat.createWithResponse({
+ *     model: "gpt-4o",
+ *     messages: [{ role: "user", content: "Hi" }]
+ *   })
+ *   return `${value.model}: ${response.rateLimit.remainingRequests} requests left, request ${response.requestId}`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import type * as Headers from "@effect/platform/Headers"
@@ -124,6 +142,25 @@ export interface ServerSentEvent {
 
 /**
  * The inference transport.
+ *
+ * @example
+ * ```ts
+ * import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+ * import { InferenceHttpClient, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ *
+ * // a route without a service of its own: the same base, key, rate limiting, retries and typed errors
+ * const ModelIds = Schema.Struct({ data: Schema.Array(Schema.Struct({ id: Schema.String })) })
+ *
+ * const program = Effect.gen(function*() {
+ *   const http = yield* InferenceHttpClient.InferenceHttpClient
+ *   const { response, value } = yield* http.json(HttpClientRequest.get("/models"), ModelIds)
+ *   return `${value.data.length} models (HTTP ${response.status})`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags

@@ -5,6 +5,26 @@
  * asynchronous without a retrieval route, so each answer is decoded as either the result (`Completed`) or an
  * accepted-with-handle body (`Accepted`).
  *
+ * @example
+ * ```ts
+ * import { JobQueue, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the queue holds work until there is capacity, instead of answering 429
+ * const program = Effect.gen(function*() {
+ *   const queue = yield* JobQueue.JobQueue
+ *   const result = yield* queue.chat({
+ *     model: "Llama-3.3-70B-Instruct",
+ *     messages: [{ role: "user", content: "Summarise the report." }]
+ *   })
+ *   return result._tag === "Completed"
+ *     ? result.value.text
+ *     : `queued as ${result.handle.handle} (${result.status})`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -66,6 +86,23 @@ export interface Options {
 
 /**
  * The queue.
+ *
+ * @example
+ * ```ts
+ * import { JobQueue, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // embeddings through the queue: a `Completed` result under interface 1.1.0, or an `Accepted` handle
+ * const program = Effect.gen(function*() {
+ *   const queue = yield* JobQueue.JobQueue
+ *   const result = yield* queue.embeddings({ model: "text-embedding-bge-m3", input: ["first", "second"] })
+ *   if (result._tag === "Accepted") return yield* Effect.fail(`not done yet: ${result.handle.handle}`)
+ *   return result.value.vectors.length
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => 2
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -199,6 +236,19 @@ export const make = (options: Options = {}): Effect.Effect<JobQueue.Service, nev
 /**
  * The service with the default time limits, on an `InferenceHttpClient`.
  *
+ * @example
+ * ```ts
+ * import { ClientConfig, InferenceHttp, JobQueue, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // JobQueue alone, on the Node HTTP client (its routes live on `/queue`, derived from `baseUrl`)
+ * export const JobQueueLive: Layer.Layer<JobQueue.JobQueue> = JobQueue.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -206,6 +256,25 @@ export const layer: Layer.Layer<JobQueue, never, InferenceHttpClient> = Layer.ef
 
 /**
  * The service with its own time limits.
+ *
+ * @example
+ * ```ts
+ * import { JobQueue, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // a queue that gives up after 2 minutes instead of the default 30
+ * const QueueLive = JobQueue.layerWith({ timeout: "2 minutes", idleTimeout: "30 seconds" }).pipe(
+ *   Layer.provide(Testing.layerEmulator())
+ * )
+ *
+ * const program = Effect.flatMap(JobQueue.JobQueue, (queue) => queue.models()).pipe(
+ *   Effect.map((models) => models.data.length > 0)
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(QueueLive))).then(console.log)
+ * // => true
+ * ```
  *
  * @since 0.1.0
  * @category layers

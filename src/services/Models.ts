@@ -1,6 +1,20 @@
 /**
  * The model catalogue: `GET /models`, `GET /models/{id}`.
  *
+ * @example
+ * ```ts
+ * import { Models, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const models = yield* Models.Models
+ *   const list = yield* models.list()
+ *   return list.data.filter((model) => model.meta_data?.model_type === "LLM").map((model) => model.id)
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -14,6 +28,22 @@ import { InferenceHttpClient, withoutResponse, type WithResponse } from "./Infer
 
 /**
  * The model catalogue.
+ *
+ * @example
+ * ```ts
+ * import { Models, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // one model by its (case-sensitive) id, with what the catalogue says about it
+ * const program = Effect.gen(function*() {
+ *   const models = yield* Models.Models
+ *   const model = yield* models.retrieve("gpt-oss-120b")
+ *   return `${model.id}: ${model.meta_data?.max_sequence_length} tokens of context`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => gpt-oss-120b: 131072 tokens of context
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -71,6 +101,19 @@ export const make: Effect.Effect<Models.Service, never, InferenceHttpClient> = E
 
 /**
  * The service, on an `InferenceHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, InferenceHttp, Models, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // Models alone, on the Node HTTP client
+ * export const ModelsLive: Layer.Layer<Models.Models> = Models.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

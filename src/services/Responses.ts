@@ -2,6 +2,24 @@
  * Responses: `POST /responses`, plain and streamed (typed events; unknown event types are skipped with a
  * debug log), function tools, `text.format` JSON-schema output, and `outputText`.
  *
+ * @example
+ * ```ts
+ * import { Responses, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const responses = yield* Responses.Responses
+ *   const response = yield* responses.create({
+ *     model: "gpt-4.1",
+ *     instructions: "Answer in one sentence.",
+ *     input: "What is a vector store?"
+ *   })
+ *   return response.text
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -28,6 +46,26 @@ export {
 
 /**
  * Responses.
+ *
+ * @example
+ * ```ts
+ * import { Responses, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Stream from "effect/Stream"
+ *
+ * // typed stream events: print the text deltas as they come, then read the final response
+ * const program = Effect.gen(function*() {
+ *   const responses = yield* Responses.Responses
+ *   const print = (text: string) => Effect.sync(() => process.stdout.write(text))
+ *   const events = responses.createStream({ model: "gpt-4.1", input: "Name three rivers." }).pipe(
+ *     Stream.tap((event) => event.type === "response.output_text.delta" ? print(event.delta) : Effect.void)
+ *   )
+ *   const final = yield* Responses.finalResponse(events)
+ *   return final._tag === "Some" ? `\n${final.value.status}` : "\nno final response"
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -109,6 +147,19 @@ export const make: Effect.Effect<Responses.Service, never, InferenceHttpClient> 
 /**
  * The service, on an `InferenceHttpClient`.
  *
+ * @example
+ * ```ts
+ * import { ClientConfig, InferenceHttp, Node, Responses } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // Responses alone, on the Node HTTP client
+ * export const ResponsesLive: Layer.Layer<Responses.Responses> = Responses.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -116,6 +167,17 @@ export const layer: Layer.Layer<Responses, never, InferenceHttpClient> = Layer.e
 
 /**
  * Runs a stream and returns its text: the `output_text` deltas, joined.
+ *
+ * @example
+ * ```ts
+ * import { Responses, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Responses.Responses, (responses) =>
+ *   Responses.collectText(responses.createStream({ model: "gpt-4.1", input: "Say hello." })))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category folding

@@ -2,6 +2,36 @@
  * Vector stores on `/v1`: stores (create with their embedding models, list, delete), their files (add with
  * chunk size and overlap, list, retrieve, delete, wait until indexed) and search over texts and page images.
  *
+ * @example
+ * ```ts
+ * import { Files, Testing, VectorStores } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const files = yield* Files.Files
+ *   const vectorStores = yield* VectorStores.VectorStores
+ *   const store = yield* vectorStores.create({
+ *     name: "handbook",
+ *     chunking_strategy: {
+ *       text_embedding_model: "text-embedding-bge-m3",
+ *       vision_embedding_model: "tsi-embedding-colqwen2-2b-v1"
+ *     }
+ *   })
+ *   // vector-store files are uploaded with purpose `visual-rag`
+ *   const file = yield* files.upload({
+ *     file: Files.fromBytes("Each key may send 20 requests per minute.", "limits.txt"),
+ *     purpose: "visual-rag"
+ *   })
+ *   yield* vectorStores.addFile(store.id, { file_id: file.id })
+ *   yield* vectorStores.waitForFile(store.id, file.id)
+ *   const page = yield* vectorStores.search(store.id, { query: "requests per minute", top_k_texts: 1 })
+ *   return page.texts.map((hit) => hit.text)
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => [ 'Each key may send 20 requests per minute.' ]
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -59,6 +89,33 @@ export interface WaitOptions {
 
 /**
  * Vector stores.
+ *
+ * @example
+ * ```ts
+ * import { Testing, VectorStores } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Stream from "effect/Stream"
+ *
+ * // a store that lives as long as the scope: deleted, with its index, when the program ends
+ * const program = Effect.gen(function*() {
+ *   const vectorStores = yield* VectorStores.VectorStores
+ *   yield* Effect.acquireRelease(
+ *     vectorStores.create({
+ *       name: "scratch",
+ *       chunking_strategy: {
+ *         text_embedding_model: "text-embedding-bge-m3",
+ *         vision_embedding_model: "tsi-embedding-colqwen2-2b-v1"
+ *       }
+ *     }),
+ *     (store) => Effect.ignore(vectorStores.delete(store.id))
+ *   )
+ *   const names = yield* vectorStores.listAll().pipe(Stream.map((store) => store.name), Stream.runCollect)
+ *   return [...names]
+ * }).pipe(Effect.scoped)
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => [ 'scratch' ]
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -229,6 +286,19 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
 
 /**
  * The service, on an `InferenceHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, InferenceHttp, Node, VectorStores } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // VectorStores alone, on the Node HTTP client (its routes live on `/v1`, derived from `baseUrl`)
+ * export const VectorStoresLive: Layer.Layer<VectorStores.VectorStores> = VectorStores.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers
