@@ -3,6 +3,23 @@
  * `exp`, else `expires_in`), replaces it ahead of expiry, and makes concurrent callers share one login.
  * `authenticated` runs a call with the token and, on a 401, logs in again once and repeats the call.
  *
+ * @example
+ * ```ts
+ * import { Auth, Testing, UserManager } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // concurrent callers share one login, and the token is kept until shortly before it expires
+ * const program = Effect.gen(function*() {
+ *   const users = yield* UserManager.UserManager
+ *   yield* Effect.all([users.me(), users.me(), users.me()], { concurrency: "unbounded" })
+ *   const auth = yield* Auth.Auth
+ *   return `${yield* auth.logins} login(s)`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * // => 1 login(s)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -39,6 +56,23 @@ export interface Token {
 
 /**
  * Gateway authentication.
+ *
+ * @example
+ * ```ts
+ * import { Auth, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // when the token expires (JWT `exp`, else `expires_in`) and when it is replaced
+ * const program = Effect.gen(function*() {
+ *   const auth = yield* Auth.Auth
+ *   const token = yield* auth.login()
+ *   const minutes = (token.expiresAt ?? token.obtainedAt) - token.obtainedAt
+ *   return `valid for ${Math.round(minutes / 60_000)} minutes, token ${token.token}`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * // => valid for 60 minutes, token <redacted>
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -194,6 +228,24 @@ export const make = (options: Options): Effect.Effect<Auth.Service, never, Gatew
 
 /**
  * The service from credentials, on a `GatewayHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { Auth, GatewayConfig, GatewayHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ * import * as Redacted from "effect/Redacted"
+ *
+ * // logins for one user, replacing the token two minutes before it expires
+ * export const AuthLive: Layer.Layer<Auth.Auth> = Auth.layer({
+ *   username: "me",
+ *   password: Redacted.make("..."),
+ *   refreshAhead: "2 minutes"
+ * }).pipe(
+ *   Layer.provide(GatewayHttp.layerDefaultRetry),
+ *   Layer.provide(GatewayConfig.layer({ username: "me", password: "..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -2,6 +2,25 @@
  * Chat session manager: list and create sessions (documented), get and delete one (the emulator's routes,
  * `GET`/`DELETE /chat-session-manager/api/v1/sessions/{sessionId}`).
  *
+ * @example
+ * ```ts
+ * import { ChatSessions, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a session over the global knowledge base, then the user's sessions
+ * const program = Effect.gen(function*() {
+ *   const sessions = yield* ChatSessions.ChatSessions
+ *   const session = yield* sessions.create({
+ *     title: "Company handbook",
+ *     config: { globalContext: true }
+ *   })
+ *   const all = yield* sessions.list()
+ *   return `${session.sessionId} is one of ${all.length} session(s)`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -14,6 +33,25 @@ import { Gateway } from "./Gateway.js"
 
 /**
  * The chat session manager.
+ *
+ * @example
+ * ```ts
+ * import { ChatSessions, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a session that is deleted again when the scope closes
+ * const program = Effect.gen(function*() {
+ *   const sessions = yield* ChatSessions.ChatSessions
+ *   const session = yield* Effect.acquireRelease(
+ *     sessions.create({ title: "Scratch", config: { globalContext: true, activeFiles: [] } }),
+ *     (session) => Effect.ignore(sessions.delete(session.sessionId))
+ *   )
+ *   return (yield* sessions.get(session.sessionId)).title
+ * }).pipe(Effect.scoped)
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * // => Scratch
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -84,6 +122,21 @@ export const make: Effect.Effect<ChatSessions.Service, never, Gateway> = Effect.
 
 /**
  * The service, on a `Gateway` client.
+ *
+ * @example
+ * ```ts
+ * import { ChatSessions, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the service on any `Gateway` client (here the one of `Testing.layerGatewayEmulator`)
+ * const ChatSessionsLive = ChatSessions.layer.pipe(Layer.provide(Testing.layerGatewayEmulator()))
+ *
+ * const program = Effect.flatMap(ChatSessions.ChatSessions, (sessions) => sessions.list())
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ChatSessionsLive))).then((all) => console.log(all.length))
+ * // => 0
+ * ```
  *
  * @since 0.1.0
  * @category layers

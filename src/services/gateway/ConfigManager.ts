@@ -2,6 +2,23 @@
  * Config manager: `GET /config-manager/api/v1/user/configs`, the user's group, local knowledge-base configs
  * and the LLMs each allows.
  *
+ * @example
+ * ```ts
+ * import { ConfigManager, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the LLMs each local knowledge-base config allows
+ * const program = Effect.gen(function*() {
+ *   const configManager = yield* ConfigManager.ConfigManager
+ *   const configs = yield* configManager.list()
+ *   return configs.flatMap((config) => config.localKbConfigs ?? []).map((kb) =>
+ *     `${kb.id}: ${(kb.allowed_llms ?? []).map((llm) => llm.name).join(", ")}`
+ *   )
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -14,6 +31,18 @@ import { Gateway } from "./Gateway.js"
 
 /**
  * The config manager.
+ *
+ * @example
+ * ```ts
+ * import { ConfigManager, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(ConfigManager.ConfigManager, (configManager) => configManager.list()).pipe(
+ *   Effect.map((configs) => configs[0]?.userGroupId)
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -66,6 +95,21 @@ export const make: Effect.Effect<ConfigManager.Service, never, Gateway> = Effect
 
 /**
  * The service, on a `Gateway` client.
+ *
+ * @example
+ * ```ts
+ * import { ConfigManager, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the service on any `Gateway` client (here the one of `Testing.layerGatewayEmulator`)
+ * const ConfigManagerLive = ConfigManager.layer.pipe(Layer.provide(Testing.layerGatewayEmulator()))
+ *
+ * const program = Effect.flatMap(ConfigManager.ConfigManager, (configManager) => configManager.list())
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ConfigManagerLive))).then((configs) => console.log(configs.length))
+ * // => 1
+ * ```
  *
  * @since 0.1.0
  * @category layers

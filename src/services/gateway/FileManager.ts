@@ -2,6 +2,27 @@
  * File manager: multipart upload with a repeated `files` field (`POST /file-manager/api/v1/files/?kb=local`)
  * and status polling by `fileIds` (`GET ...?kb=local&fileIds=a&fileIds=b`).
  *
+ * @example
+ * ```ts
+ * import { FileManager, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const fileManager = yield* FileManager.FileManager
+ *   const pending = yield* fileManager.upload([
+ *     { name: "a.txt", content: "First document." },
+ *     { name: "b.md", content: "# Second document" }
+ *   ])
+ *   const done = yield* fileManager.waitForUploads(pending.map((file) => file.fileId), { interval: "100 millis" })
+ *   return done.map((file) => `${file.fileName}: ${file.status}`)
+ * })
+ *
+ * const gateway = Testing.layerGatewayEmulator({ gateway: { uploadDelay: "100 millis" } })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(gateway))).then(console.log)
+ * // => [ 'a.txt: uploaded', 'b.md: uploaded' ]
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -48,6 +69,23 @@ export interface WaitOptions {
 
 /**
  * The file manager.
+ *
+ * @example
+ * ```ts
+ * import { FileManager, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // an upload is one request for all files; each file then has a status of its own
+ * const program = Effect.gen(function*() {
+ *   const fileManager = yield* FileManager.FileManager
+ *   const [file] = yield* fileManager.upload([{ name: "report.csv", content: "quarter,revenue\nQ1,10\n" }])
+ *   const records = yield* fileManager.list(file ? [file.fileId] : [])
+ *   return records.map((record) => `${record.fileName} is ${record.status}`)
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * // => [ 'report.csv is pending' ]
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -175,6 +213,21 @@ export const make: Effect.Effect<FileManager.Service, never, Gateway> = Effect.g
 
 /**
  * The service, on a `Gateway` client.
+ *
+ * @example
+ * ```ts
+ * import { FileManager, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the service on any `Gateway` client (here the one of `Testing.layerGatewayEmulator`)
+ * const FileManagerLive = FileManager.layer.pipe(Layer.provide(Testing.layerGatewayEmulator()))
+ *
+ * const program = Effect.flatMap(FileManager.FileManager, (fileManager) => fileManager.list([]))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(FileManagerLive))).then((files) => console.log(files.length))
+ * // => 0
+ * ```
  *
  * @since 0.1.0
  * @category layers

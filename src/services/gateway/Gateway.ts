@@ -3,6 +3,23 @@
  * routes the public docs do not show: the same token handling (re-login on 401), error mapping and retries
  * as the typed services, which are built on it.
  *
+ * @example
+ * ```ts
+ * import { Gateway, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ *
+ * // a route the public docs do not show, with a typed answer
+ * const Me = Schema.Struct({ username: Schema.String, roles: Schema.Array(Schema.String) })
+ *
+ * const program = Gateway.request("user-manager", "GET", "/api/v1/users/me", { response: Me }).pipe(
+ *   Effect.map((me) => `${me.username}: ${me.roles.join(", ")}`)
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * // => demo: CHAT_USER
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -69,6 +86,25 @@ export interface RequestParams<A, I> {
 
 /**
  * The authenticated gateway client.
+ *
+ * @example
+ * ```ts
+ * import { Gateway, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ *
+ * // query parameters: a list repeats the name (`fileIds=a&fileIds=b`)
+ * const program = Effect.gen(function*() {
+ *   const gateway = yield* Gateway.Gateway
+ *   const files = yield* gateway.request("file-manager", "GET", "/api/v1/files/", {
+ *     query: { kb: "local", fileIds: ["file-1", "file-2"] },
+ *     response: Schema.Array(Schema.Unknown)
+ *   })
+ *   return files.length
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -164,6 +200,20 @@ export const make: Effect.Effect<Gateway.Service, never, Auth | GatewayHttpClien
 
 /**
  * The client, on `Auth` and a `GatewayHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { Auth, Gateway, GatewayConfig, GatewayHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the authenticated client alone, on the Node HTTP client
+ * export const GatewayLive: Layer.Layer<Gateway.Gateway> = Gateway.layer.pipe(
+ *   Layer.provide(Auth.layer({ username: "me", password: "..." })),
+ *   Layer.provideMerge(GatewayHttp.layerDefaultRetry),
+ *   Layer.provide(GatewayConfig.layer({ username: "me", password: "..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

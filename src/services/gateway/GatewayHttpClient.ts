@@ -3,6 +3,29 @@
  * carries the inference API key; it attaches a gateway token only when a request asks for it, and only to
  * relative URLs on the gateway's host. `Auth` decides which token.
  *
+ * @example
+ * ```ts
+ * import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+ * import { Auth, GatewayHttpClient, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ *
+ * // the transport under `Gateway`: a relative URL, a token only when asked for
+ * const program = Effect.gen(function*() {
+ *   const http = yield* GatewayHttpClient.GatewayHttpClient
+ *   const auth = yield* Auth.Auth
+ *   const token = yield* auth.token()
+ *   const { response, value } = yield* http.json(
+ *     HttpClientRequest.get("/config-manager/api/v1/user/configs"),
+ *     Schema.Array(Schema.Unknown),
+ *     { token }
+ *   )
+ *   return `${value.length} config(s), HTTP ${response.status}`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -48,6 +71,22 @@ export interface RequestOptions {
 
 /**
  * The gateway transport.
+ *
+ * @example
+ * ```ts
+ * import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+ * import { GatewayHttpClient, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ *
+ * // without a token the gateway refuses; absolute URLs are never sent (no credentials leave for another host)
+ * const program = Effect.gen(function*() {
+ *   const http = yield* GatewayHttpClient.GatewayHttpClient
+ *   return yield* http.json(HttpClientRequest.get("https://example.com/steal"), Schema.Unknown)
+ * }).pipe(Effect.catchTag("TransportError", (error) => Effect.succeed(error.message)))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags

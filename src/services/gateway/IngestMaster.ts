@@ -2,6 +2,35 @@
  * Ingest master: start ingesting an uploaded file (`POST /ingest-master/api/v1/task`) and read its tasks
  * (`POST /ingest-master/api/v1/tasks/file?file_path=...&role=user`; the last task is the current state).
  *
+ * @example
+ * ```ts
+ * import { FileManager, IngestMaster, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // what `Rag.ingest` does for one file: upload, wait, start the ingestion, wait
+ * const program = Effect.gen(function*() {
+ *   const fileManager = yield* FileManager.FileManager
+ *   const ingestMaster = yield* IngestMaster.IngestMaster
+ *   const [pending] = yield* fileManager.upload([{ name: "faq.txt", content: "Q: Opening hours? A: 9 to 5." }])
+ *   const [file] = yield* fileManager.waitForUploads(pending ? [pending.fileId] : [], { interval: "100 millis" })
+ *   if (file?.fileUri == null) return yield* Effect.fail("upload failed")
+ *   yield* ingestMaster.createTask({
+ *     filePath: file.fileUri,
+ *     role: "user",
+ *     metadata: { file_id: file.fileId, user_id: file.userId ?? "", file_name: "faq.txt", file_uri: file.fileUri }
+ *   })
+ *   const task = yield* ingestMaster.waitForIngestion(file.fileUri, { interval: "100 millis" })
+ *   return task.status
+ * })
+ *
+ * const gateway = Testing.layerGatewayEmulator({
+ *   gateway: { uploadDelay: "100 millis", ingestDuration: "300 millis" }
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(gateway))).then(console.log)
+ * // => ingested
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -17,6 +46,21 @@ import { Gateway, withQuery } from "./Gateway.js"
 
 /**
  * The ingest master.
+ *
+ * @example
+ * ```ts
+ * import { IngestMaster, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the tasks of a file, oldest first: the last one is its current state
+ * const program = Effect.gen(function*() {
+ *   const ingestMaster = yield* IngestMaster.IngestMaster
+ *   const tasks = yield* ingestMaster.tasksForFile("local/demo/unknown.txt")
+ *   return tasks.at(-1)?.status ?? "never ingested"
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -123,6 +167,20 @@ export const make: Effect.Effect<IngestMaster.Service, never, Gateway> = Effect.
 
 /**
  * The service, on a `Gateway` client.
+ *
+ * @example
+ * ```ts
+ * import { IngestMaster, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the service on any `Gateway` client (here the one of `Testing.layerGatewayEmulator`)
+ * const IngestMasterLive = IngestMaster.layer.pipe(Layer.provide(Testing.layerGatewayEmulator()))
+ *
+ * const program = Effect.flatMap(IngestMaster.IngestMaster, (ingestMaster) => ingestMaster.tasksForFile("a.txt"))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(IngestMasterLive))).then((tasks) => console.log(tasks.length))
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -2,6 +2,21 @@
  * Query pipeline: `POST /<path>/api/v1/chat` asks a question in a session. The service path is
  * configurable: `query-pipeline` (API reference, the default) or `query-pipelines` (the guides).
  *
+ * @example
+ * ```ts
+ * import { QueryPipeline, Rag, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const session = yield* Rag.openSession({ global: true })
+ *   const pipeline = yield* QueryPipeline.QueryPipeline
+ *   const answer = yield* pipeline.chat({ sessionId: session.sessionId, userPrompt: "What are the opening hours?" })
+ *   return `${answer.text} [${answer.sources?.length ?? 0} source(s)]`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -14,6 +29,18 @@ import { Gateway } from "./Gateway.js"
 
 /**
  * The query pipeline.
+ *
+ * @example
+ * ```ts
+ * import { QueryPipeline, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the service path in use: `query-pipeline` (API reference) unless configured otherwise
+ * const program = Effect.map(QueryPipeline.QueryPipeline, (pipeline) => pipeline.path)
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * // => query-pipeline
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -75,6 +102,23 @@ export const make = (options: Options = {}): Effect.Effect<QueryPipeline.Service
 
 /**
  * The service, on a `Gateway` client.
+ *
+ * @example
+ * ```ts
+ * import { QueryPipeline, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // a deployment that follows the guides' `query-pipelines` path
+ * const QueryPipelineLive = QueryPipeline.layer({ path: "query-pipelines" }).pipe(
+ *   Layer.provide(Testing.layerGatewayEmulator())
+ * )
+ *
+ * Effect.runPromise(Effect.map(QueryPipeline.QueryPipeline, (pipeline) => pipeline.path).pipe(
+ *   Effect.provide(QueryPipelineLive)
+ * )).then(console.log)
+ * // => query-pipelines
+ * ```
  *
  * @since 0.1.0
  * @category layers

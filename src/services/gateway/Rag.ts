@@ -3,6 +3,30 @@
  * ingestion, wait for it) with progress events, a timeout and one outcome per file; `openSession` over
  * files or the global knowledge base; `ask` a question in it.
  *
+ * @example
+ * ```ts
+ * import { Rag, Testing } from "effect-aifs"
+ * import * as Console from "effect/Console"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const outcomes = yield* Rag.ingest(
+ *     [{ name: "limits.md", content: "# Limits\n\nEach key may send 20 requests per minute." }],
+ *     { onProgress: (event) => Console.log(event._tag), interval: "100 millis" }
+ *   )
+ *   const session = yield* Rag.openSession({ files: outcomes, title: "Limits" })
+ *   const answer = yield* Rag.ask(session, "How many requests per minute may a key send?")
+ *   return answer.text
+ * })
+ *
+ * // `Node.layerGatewayFromEnv` for the real gateway; here the emulator's, with quick uploads and ingestion
+ * const gateway = Testing.layerGatewayEmulator({
+ *   gateway: { uploadDelay: "100 millis", ingestDuration: "300 millis" }
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(gateway))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
@@ -93,6 +117,26 @@ const describe = (error: ApiError): string => `${error._tag}: ${error.message}`
  * Uploads files, waits for the uploads, starts their ingestion and waits for it. One outcome per file, in
  * order: a file that fails does not fail the others. Fails only when the upload request itself fails
  * (wrong credentials, no connection).
+ *
+ * @example
+ * ```ts
+ * import { Rag, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // one outcome per file, in order: a failed file does not fail the others
+ * const program = Rag.ingest([
+ *   { name: "notes.txt", content: "Quarterly numbers are in the annex." },
+ *   { name: "tool.exe", content: new Uint8Array([0x4d, 0x5a]) }
+ * ], { interval: "100 millis" }).pipe(
+ *   Effect.map((outcomes) => outcomes.map((outcome) => `${outcome.name}: ${outcome.stage} (${outcome.status})`))
+ * )
+ *
+ * const gateway = Testing.layerGatewayEmulator({
+ *   gateway: { uploadDelay: "100 millis", ingestDuration: "300 millis" }
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(gateway))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category workflow

@@ -2,6 +2,21 @@
  * User manager. Its routes are not in the public docs: `me` calls the emulator's
  * `GET /user-manager/api/v1/users/me`; for anything else use `Gateway.request("user-manager", ...)`.
  *
+ * @example
+ * ```ts
+ * import { Testing, UserManager } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const users = yield* UserManager.UserManager
+ *   const me = yield* users.me()
+ *   return `${me.username} (${me.roles?.join(", ")})`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * // => demo (CHAT_USER)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -14,6 +29,23 @@ import { Gateway } from "./Gateway.js"
 
 /**
  * The user manager.
+ *
+ * @example
+ * ```ts
+ * import { Testing, UserManager } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a user without the `CHAT_USER` role is refused
+ * const program = Effect.flatMap(UserManager.UserManager, (users) => users.me()).pipe(
+ *   Effect.map((me) => `${me.username} may chat`),
+ *   Effect.catchTag("Forbidden", (error) => Effect.succeed(`refused: ${error.message}`))
+ * )
+ *
+ * const asViewer = Testing.layerGatewayEmulator({ username: "viewer" })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(asViewer))).then(console.log)
+ * // => refused: The user lacks the CHAT_USER role
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -64,6 +96,21 @@ export const make: Effect.Effect<UserManager.Service, never, Gateway> = Effect.g
 
 /**
  * The service, on a `Gateway` client.
+ *
+ * @example
+ * ```ts
+ * import { Testing, UserManager } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the service on any `Gateway` client (here the one of `Testing.layerGatewayEmulator`)
+ * const UserManagerLive = UserManager.layer.pipe(Layer.provide(Testing.layerGatewayEmulator()))
+ *
+ * const program = Effect.flatMap(UserManager.UserManager, (users) => users.me())
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(UserManagerLive))).then((me) => console.log(me.username))
+ * // => demo
+ * ```
  *
  * @since 0.1.0
  * @category layers
