@@ -5,14 +5,16 @@
  * - the README quickstart type-checks with `skipLibCheck: false`, as ESM and as CommonJS;
  * - `npx aifs models` answers from the embedded emulator;
  * - an esbuild bundle of the quickstart from the root entry holds no emulator or CLI module and is at most
- *   1.05x the bundle of the same program with deep imports.
+ *   1.05x the bundle of the same program with deep imports;
+ * - and the same checks but the bundle again in a second app with every peer at the lowest version its range in
+ *   package.json allows (the floor the full suite was run on).
  *
  * Run with `npm run test:consumer` (CI runs it after the build). Needs the npm registry, nothing else.
  * `-- --keep` leaves the app's folder in place to look at.
  */
 import * as esbuild from "esbuild"
 import { execFileSync, type ExecFileSyncOptions } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -117,66 +119,88 @@ const bundle = async (app: string, entry: string) => {
 
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`
 
+/** The install arguments with every peer at the floor of its range in package.json (`^3.22.2`, `>=0.76.0 <0.78.0`). */
+const lowestPeers = (): ReadonlyArray<string> => {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    peerDependencies: Record<string, string>
+  }
+  return Object.entries(pkg.peerDependencies).map(([name, range]) => {
+    const floor = /\d+\.\d+\.\d+/.exec(range)?.[0] ?? fail(`no floor in the peer range ${name}@${range}`)
+    return `${name}@${floor}`
+  })
+}
+
+/** A fresh app with the tarball and `peers` installed, as the README tells a user to. */
+const installApp = (work: string, name: string, tarball: string, peers: ReadonlyArray<string>) => {
+  const app = join(work, name)
+  mkdirSync(app)
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: `consumer-${name}`, private: true, type: "module" }))
+  console.error(`${name}: npm install effect-aifs ${peers.join(" ")}`)
+  const typesNode = JSON.parse(readFileSync(join(root, "node_modules/@types/node/package.json"), "utf8")).version
+  const npmInstall = (args: ReadonlyArray<string>) =>
+    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...args], { cwd: app })
+  npmInstall([tarball, ...peers])
+  npmInstall(["-D", `@types/node@${typesNode}`])
+  return app
+}
+
+/** One copy of effect, import and require, the quickstart's types, and the CLI through npx. */
+const checkApp = (app: string, code: string) => {
+  const effects = copiesOf(app, "effect")
+  if (effects.length !== 1) fail(`expected one copy of effect, found ${effects.length}: ${effects.join(", ")}`)
+  run(process.execPath, probe("esm"), { cwd: app })
+  run(process.execPath, probe("cjs"), { cwd: app })
+  writeFileSync(join(app, "quickstart.ts"), code)
+  writeFileSync(join(app, "quickstart.cts"), code)
+  writeFileSync(join(app, "tsconfig.json"), JSON.stringify(tsconfig))
+  try {
+    run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: app })
+  } catch (error) {
+    fail(`the README quickstart does not type-check:\n${(error as { stdout?: string }).stdout ?? String(error)}`)
+  }
+  const models = run("npx", ["--no-install", "aifs", "models"], {
+    cwd: app,
+    env: { ...process.env, AIFS_API_KEY: "", AIFS_BASE_URL: "", NO_COLOR: "1" }
+  })
+  if (!models.includes("Llama-3.3-70B-Instruct")) fail(`npx aifs models printed no model list:\n${models}`)
+}
+
+/** The quickstart bundled from the root entry and from deep imports: no emulator or CLI, at most 1.05x. */
+const checkBundles = async (app: string, code: string) => {
+  writeFileSync(join(app, "root.ts"), code)
+  writeFileSync(
+    join(app, "deep.ts"),
+    code.replace(
+      /import \{ Chat, Node \} from "effect-aifs"/,
+      "import * as Chat from \"effect-aifs/services/Chat\"\nimport * as Node from \"effect-aifs/layers/Node\""
+    )
+  )
+  const rooted = await bundle(app, "root.ts")
+  const deep = await bundle(app, "deep.ts")
+  const unwanted = rooted.modules.filter((path) => /effect-aifs\/dist\/esm\/(emulator|cli)\//.test(path))
+  if (unwanted.length > 0) fail(`the root bundle holds emulator or CLI modules: ${unwanted.join(", ")}`)
+  const ratio = rooted.bytes / deep.bytes
+  if (ratio > 1.05) fail(`the root bundle is ${ratio.toFixed(3)}x the deep-import bundle (at most 1.05x)`)
+  return `root bundle ${kb(rooted.bytes)} / deep bundle ${kb(deep.bytes)} (${ratio.toFixed(3)}x, ` +
+    `${rooted.modules.length} modules, none of the emulator or CLI)`
+}
+
 const main = async () => {
   const readme = readFileSync(join(root, "README.md"), "utf8")
   const install = installLine(readme)
+  const code = quickstart(readme)
   const work = mkdtempSync(join(tmpdir(), "aifs-consumer-"))
   try {
     console.error(`packing (builds dist/) into ${work}`)
     const tarball = join(work, run("npm", ["pack", "--silent", "--pack-destination", work], { cwd: root }).trim())
-    const app = join(work, "app")
-    run("mkdir", ["-p", app], { cwd: work })
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer-app", private: true, type: "module" }))
-    const args = install.map((arg) => arg === "effect-aifs" ? tarball : arg)
-    console.error(`npm install ${install.join(" ")}`)
-    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...args], { cwd: app })
-    const typesNode = JSON.parse(readFileSync(join(root, "node_modules/@types/node/package.json"), "utf8")).version
-    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "-D", `@types/node@${typesNode}`], {
-      cwd: app
-    })
-
-    const effects = copiesOf(app, "effect")
-    if (effects.length !== 1) fail(`expected one copy of effect, found ${effects.length}: ${effects.join(", ")}`)
-
-    run(process.execPath, probe("esm"), { cwd: app })
-    run(process.execPath, probe("cjs"), { cwd: app })
-
-    const code = quickstart(readme)
-    writeFileSync(join(app, "quickstart.ts"), code)
-    writeFileSync(join(app, "quickstart.cts"), code)
-    writeFileSync(join(app, "tsconfig.json"), JSON.stringify(tsconfig))
-    try {
-      run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: app })
-    } catch (error) {
-      fail(`the README quickstart does not type-check:\n${(error as { stdout?: string }).stdout ?? String(error)}`)
-    }
-
-    const models = run("npx", ["--no-install", "aifs", "models"], {
-      cwd: app,
-      env: { ...process.env, AIFS_API_KEY: "", AIFS_BASE_URL: "", NO_COLOR: "1" }
-    })
-    if (!models.includes("Llama-3.3-70B-Instruct")) fail(`npx aifs models printed no model list:\n${models}`)
-
-    writeFileSync(join(app, "root.ts"), code)
-    writeFileSync(
-      join(app, "deep.ts"),
-      code.replace(
-        /import \{ Chat, Node \} from "effect-aifs"/,
-        "import * as Chat from \"effect-aifs/services/Chat\"\nimport * as Node from \"effect-aifs/layers/Node\""
-      )
-    )
-    const rooted = await bundle(app, "root.ts")
-    const deep = await bundle(app, "deep.ts")
-    const unwanted = rooted.modules.filter((path) => /effect-aifs\/dist\/esm\/(emulator|cli)\//.test(path))
-    if (unwanted.length > 0) fail(`the root bundle holds emulator or CLI modules: ${unwanted.join(", ")}`)
-    const ratio = rooted.bytes / deep.bytes
-    if (ratio > 1.05) fail(`the root bundle is ${ratio.toFixed(3)}x the deep-import bundle (at most 1.05x)`)
-
-    const size = statSync(tarball).size
+    const app = installApp(work, "readme", tarball, install.filter((arg) => arg !== "effect-aifs"))
+    checkApp(app, code)
+    const bundles = await checkBundles(app, code)
+    const lowest = lowestPeers()
+    checkApp(installApp(work, "lowest", tarball, lowest), code)
     console.log(
-      `effect copies 1, ESM ok, CJS ok, quickstart types ok, npx aifs ok, root bundle ${kb(rooted.bytes)} / ` +
-        `deep bundle ${kb(deep.bytes)} (${ratio.toFixed(3)}x, ${rooted.modules.length} modules, none of the emulator ` +
-        `or CLI), tarball ${kb(size)}`
+      `effect copies 1, ESM ok, CJS ok, quickstart types ok, npx aifs ok, ${bundles}, tarball ` +
+        `${kb(statSync(tarball).size)}; the same with the lowest peers (${lowest.join(" ")}) ok`
     )
   } finally {
     if (keep) console.error(`kept ${work}`)
