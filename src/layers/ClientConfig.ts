@@ -1,6 +1,17 @@
 /**
  * Configuration of the inference client: key, base URLs, interface version, tier, retries, timeouts.
  *
+ * @example
+ * ```ts
+ * import { ClientConfig } from "effect-aifs"
+ *
+ * // everything but the key has a default; `/v1` and the queue base follow the origin of `baseUrl`
+ * const config = ClientConfig.make({ apiKey: "gen-...", baseUrl: "http://localhost:8080/v2", timeout: "5 minutes" })
+ *
+ * console.log(config.v1Url, config.queueUrl, String(config.apiKey))
+ * // => http://localhost:8080/v1 http://localhost:8080/queue <redacted>
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Config from "effect/Config"
@@ -40,6 +51,23 @@ export type Tier = "basic" | "standard4000"
 
 /**
  * The resolved configuration.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, Testing } from "effect-aifs"
+ * import * as Duration from "effect/Duration"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the configuration in use, e.g. to log it at start-up (the key shows as <redacted>)
+ * const program = Effect.gen(function*() {
+ *   const config = yield* ClientConfig.ClientConfig
+ *   yield* Effect.log(`AIFS at ${config.baseUrl}, tier ${config.tier}, key ${config.apiKey}`)
+ *   return Duration.format(config.timeout)
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => 10m
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -161,6 +189,24 @@ export const make = (options: Options): ClientConfig.Service => {
 /**
  * A configuration from plain options.
  *
+ * @example
+ * ```ts
+ * import { ClientConfig } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const ConfigLive = ClientConfig.layer({
+ *   apiKey: "gen-...",
+ *   tier: "standard4000",
+ *   maxRetries: 3,
+ *   firstByteTimeout: "30 seconds"
+ * })
+ *
+ * const program = Effect.map(ClientConfig.ClientConfig, (config) => `${config.tier}, ${config.maxRetries} retries`)
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ConfigLive))).then(console.log)
+ * // => standard4000, 3 retries
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -168,6 +214,31 @@ export const layer = (options: Options): Layer.Layer<ClientConfig> => Layer.succ
 
 /**
  * A configuration read from `Config` values (any provider: environment, files, a map in tests).
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig } from "effect-aifs"
+ * import * as Config from "effect/Config"
+ * import * as ConfigProvider from "effect/ConfigProvider"
+ * import * as Effect from "effect/Effect"
+ *
+ * // your application's own variable names, and defaults of your own
+ * const ConfigLive = ClientConfig.layerConfig({
+ *   apiKey: Config.redacted("MY_APP_AIFS_KEY"),
+ *   tier: Config.literal("basic", "standard4000")("MY_APP_AIFS_TIER").pipe(
+ *     Config.withDefault("standard4000" as const)
+ *   ),
+ *   timeout: ClientConfig.duration("MY_APP_AIFS_TIMEOUT")
+ * })
+ *
+ * const program = Effect.map(ClientConfig.ClientConfig, (config) => `${config.tier}, ${config.timeout}`)
+ *
+ * // the environment in production; a map here
+ * const env = ConfigProvider.fromMap(new Map([["MY_APP_AIFS_KEY", "gen-..."], ["MY_APP_AIFS_TIMEOUT", "1m30s"]]))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ConfigLive), Effect.withConfigProvider(env))).then(console.log)
+ * // => standard4000, Duration(1m 30s)
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -219,6 +290,23 @@ export const fromEnv: Config.Config<Options> = Config.all({
 /**
  * The configuration from `AIFS_*` environment variables. A missing `AIFS_API_KEY` is a `ConfigError`
  * naming it.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig } from "effect-aifs"
+ * import * as ConfigProvider from "effect/ConfigProvider"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.map(ClientConfig.ClientConfig, (config) => `${config.baseUrl} (${config.apiVersion})`)
+ *
+ * // AIFS_API_KEY is required; AIFS_BASE_URL, AIFS_API_VERSION, AIFS_TIER, AIFS_MAX_RETRIES, AIFS_TIMEOUT,
+ * // AIFS_CONNECT_TIMEOUT, AIFS_FIRST_BYTE_TIMEOUT, AIFS_QUEUE_TIMEOUT, AIFS_STREAM_IDLE_TIMEOUT... are not
+ * const env = ConfigProvider.fromMap(new Map([["AIFS_API_KEY", "gen-..."], ["AIFS_API_VERSION", "1.0.0"]]))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ClientConfig.layerFromEnv), Effect.withConfigProvider(env)))
+ *   .then(console.log)
+ * // => https://llm-server.llmhub.t-systems.net/v2 (1.0.0)
+ * ```
  *
  * @since 0.1.0
  * @category layers

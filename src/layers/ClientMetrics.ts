@@ -2,6 +2,25 @@
  * Effect metrics of the inference client: attempts sent (by status), 429s met, retries and the time waited
  * before them. Read them with `Metric.value`, or export them with your metrics backend.
  *
+ * @example
+ * ```ts
+ * import { ClientMetrics, Models, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Metric from "effect/Metric"
+ *
+ * // counters of the whole process: export them with your metrics backend, or read them
+ * const program = Effect.gen(function*() {
+ *   const models = yield* Models.Models
+ *   yield* models.list()
+ *   // attempts are tagged with the response status
+ *   const ok = yield* Metric.value(ClientMetrics.requests.pipe(Metric.tagged("status", "200")))
+ *   const retried = yield* Metric.value(ClientMetrics.retries)
+ *   return `${ok.count} attempt(s) answered 200, ${retried.count} retried`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Metric from "effect/Metric"

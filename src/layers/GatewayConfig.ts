@@ -2,6 +2,17 @@
  * Configuration of the retrieval gateway client: its own URL, user and password (never the inference key),
  * the query pipeline's service path, token refresh, retries and timeouts.
  *
+ * @example
+ * ```ts
+ * import { GatewayConfig } from "effect-aifs"
+ *
+ * // the gateway has its own URL and credentials: it never sees the inference key
+ * const config = GatewayConfig.make({ username: "me", password: "...", queryPipelinePath: "query-pipelines" })
+ *
+ * console.log(config.url, config.queryPipelinePath, String(config.password))
+ * // => https://api-gateway.ai.t-systems.net query-pipelines <redacted>
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Config from "effect/Config"
@@ -31,6 +42,16 @@ export const defaultQueryPipelinePath = "query-pipeline"
 
 /**
  * The resolved configuration.
+ *
+ * @example
+ * ```ts
+ * import { GatewayConfig, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.map(GatewayConfig.GatewayConfig, (config) => `${config.username} at ${config.url}`)
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerGatewayEmulator()))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -117,6 +138,25 @@ export const make = (options: Options): GatewayConfig.Service => ({
 /**
  * A configuration from plain options.
  *
+ * @example
+ * ```ts
+ * import { GatewayConfig } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Redacted from "effect/Redacted"
+ *
+ * const ConfigLive = GatewayConfig.layer({
+ *   username: "me",
+ *   password: Redacted.make("..."),
+ *   refreshAhead: "2 minutes",
+ *   timeout: "30 seconds"
+ * })
+ *
+ * const program = Effect.map(GatewayConfig.GatewayConfig, (config) => config.maxRetries)
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ConfigLive))).then(console.log)
+ * // => 4
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -124,6 +164,27 @@ export const layer = (options: Options): Layer.Layer<GatewayConfig> => Layer.suc
 
 /**
  * A configuration read from `Config` values.
+ *
+ * @example
+ * ```ts
+ * import { GatewayConfig } from "effect-aifs"
+ * import * as Config from "effect/Config"
+ * import * as ConfigProvider from "effect/ConfigProvider"
+ * import * as Effect from "effect/Effect"
+ *
+ * // your application's own variable names
+ * const ConfigLive = GatewayConfig.layerConfig({
+ *   username: Config.string("RAG_USER"),
+ *   password: Config.redacted("RAG_PASSWORD")
+ * })
+ *
+ * const program = Effect.map(GatewayConfig.GatewayConfig, (config) => config.username)
+ *
+ * const env = ConfigProvider.fromMap(new Map([["RAG_USER", "me"], ["RAG_PASSWORD", "..."]]))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ConfigLive), Effect.withConfigProvider(env))).then(console.log)
+ * // => me
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -158,6 +219,23 @@ export const fromEnv: Config.Config<Options> = Config.all({
 
 /**
  * The configuration from `AIFS_GATEWAY_*` environment variables (user name and password are required).
+ *
+ * @example
+ * ```ts
+ * import { GatewayConfig } from "effect-aifs"
+ * import * as ConfigProvider from "effect/ConfigProvider"
+ * import * as Effect from "effect/Effect"
+ *
+ * // AIFS_GATEWAY_USERNAME and AIFS_GATEWAY_PASSWORD are required; AIFS_GATEWAY_URL,
+ * // AIFS_GATEWAY_QUERY_PIPELINE, AIFS_GATEWAY_TIMEOUT... are not
+ * const env = ConfigProvider.fromMap(new Map([["AIFS_GATEWAY_USERNAME", "me"], ["AIFS_GATEWAY_PASSWORD", "..."]]))
+ *
+ * const program = Effect.map(GatewayConfig.GatewayConfig, (config) => config.url)
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(GatewayConfig.layerFromEnv), Effect.withConfigProvider(env)))
+ *   .then(console.log)
+ * // => https://api-gateway.ai.t-systems.net
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -4,6 +4,19 @@
  * mapping as the inference client, scrubs the password and the token from errors, retries with the
  * `RetryPolicy` and bounds each attempt with a timeout.
  *
+ * @example
+ * ```ts
+ * import { GatewayConfig, GatewayHttp, Node } from "effect-aifs"
+ * import type { GatewayHttpClient } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the transport alone, for an `Auth` and a `Gateway` of your own; the inference key is never in reach
+ * export const TransportLive: Layer.Layer<GatewayHttpClient.GatewayHttpClient> = GatewayHttp.layerDefaultRetry.pipe(
+ *   Layer.provide(GatewayConfig.layer({ username: "me", password: "...", timeout: "1 minute" })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClient from "@effect/platform/HttpClient"
@@ -76,6 +89,20 @@ export const make: Effect.Effect<
 /**
  * The transport, from the platform `HttpClient`, a `GatewayConfig` and a `RetryPolicy`.
  *
+ * @example
+ * ```ts
+ * import { GatewayConfig, GatewayHttp, Node, RetryPolicy } from "effect-aifs"
+ * import type { GatewayHttpClient } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the transport with a retry policy of your own: here none at all
+ * export const TransportLive: Layer.Layer<GatewayHttpClient.GatewayHttpClient> = GatewayHttp.layer.pipe(
+ *   Layer.provide(RetryPolicy.layerDisabled),
+ *   Layer.provide(GatewayConfig.layer({ username: "me", password: "..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -87,6 +114,19 @@ export const layer: Layer.Layer<
 
 /**
  * The transport with the default retry policy (its `maxRetries` from the `GatewayConfig`).
+ *
+ * @example
+ * ```ts
+ * import { Auth, GatewayConfig, GatewayHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // logins for a second user on the same transport (`maxRetries` from the configuration)
+ * export const OtherUser: Layer.Layer<Auth.Auth> = Auth.layer({ username: "other", password: "..." }).pipe(
+ *   Layer.provide(GatewayHttp.layerDefaultRetry),
+ *   Layer.provide(GatewayConfig.layer({ username: "me", password: "...", maxRetries: 1 })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

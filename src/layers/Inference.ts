@@ -2,6 +2,31 @@
  * All inference services in one layer, on an `InferenceHttpClient` or on a platform `HttpClient` plus
  * configuration.
  *
+ * @example
+ * ```ts
+ * import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+ * import { ClientConfig, Emulator, Inference, Models } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.list()).pipe(
+ *   Effect.map((list) => `${list.data.length} models`)
+ * )
+ *
+ * // every inference service on any platform `HttpClient`: here `fetch` (browsers, Deno, Bun, edge runtimes)
+ * const main = Effect.gen(function*() {
+ *   const emulator = yield* Emulator.Emulator
+ *   const ClientLive = Inference.layerHttp.pipe(
+ *     Layer.provide(FetchHttpClient.layer),
+ *     Layer.provide(ClientConfig.layer({ apiKey: Emulator.keyOf("basic"), baseUrl: emulator.baseUrl }))
+ *   )
+ *   return yield* program.pipe(Effect.provide(ClientLive))
+ * })
+ *
+ * Effect.runPromise(main.pipe(Effect.provide(Emulator.layer()))).then(console.log)
+ * // => 19 models
+ * ```
+ *
  * @since 0.1.0
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
@@ -45,6 +70,20 @@ export type Services =
 /**
  * The services, on an `InferenceHttpClient` you provide (a real one, or `Testing`'s scripted one).
  *
+ * @example
+ * ```ts
+ * import { ClientConfig, Inference, InferenceHttp, Node, RetryPolicy } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the services on a transport you assemble: your retry policy, a configuration, an HTTP client
+ * export const ClientLive: Layer.Layer<Inference.Services> = Inference.layer.pipe(
+ *   Layer.provide(InferenceHttp.layer),
+ *   Layer.provide(RetryPolicy.layer({ maxRetries: 2, budget: "30 seconds" })),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -65,6 +104,18 @@ export const layer: Layer.Layer<Services, never, InferenceHttpClient> = Layer.me
 /**
  * The services and their transport (default retry policy), on a platform `HttpClient` and a `ClientConfig`.
  *
+ * @example
+ * ```ts
+ * import { ClientConfig, Inference, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the services and their transport with the default retry policy, no proactive rate limiter
+ * export const ClientLive: Layer.Layer<Inference.Services> = Inference.layerHttp.pipe(
+ *   Layer.provide(Node.httpClient),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-...", maxRetries: 3 }))
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -75,6 +126,20 @@ export const layerHttp: Layer.Layer<Services | InferenceHttpClient, never, HttpC
  * The services and their transport with the proactive rate limiter (tier from the `ClientConfig`, settings
  * from `options`; `false` for none) and the default retry policy. The limiter is provided too, for its
  * `snapshot`/`changes`.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, Inference, Node, RateLimiter } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the limiter's tier from the configuration, and a lower budget for one model shared with another process
+ * export const ClientLive: Layer.Layer<Inference.Services | RateLimiter.RateLimiter> = Inference.layerHttpLimited({
+ *   limits: { "gpt-4o": { rpm: 100, tpm: 30_000 } }
+ * }).pipe(
+ *   Layer.provide(Node.httpClient),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-...", tier: "standard4000" }))
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -2,6 +2,32 @@
  * The HTTP stack behind `InferenceHttpClient`: resolves the base, authenticates, reads the rate-limit
  * headers of every response, maps failures to `ApiError` (once, here) and retries with the `RetryPolicy`.
  *
+ * @example
+ * ```ts
+ * import * as HttpClient from "@effect/platform/HttpClient"
+ * import { ClientConfig, Inference, InferenceHttp, Models, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // what the transport adds to a service's relative request: the base URL and the key
+ * const sent: Array<string> = []
+ * const scripted = Testing.httpClient((request) => {
+ *   sent.push(`${request.method} ${request.url} (${request.headers.authorization})`)
+ *   return { body: { object: "list", data: [] } }
+ * })
+ *
+ * const ClientLive = Inference.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-secret", baseUrl: "https://llm.example/v2" })),
+ *   Layer.provide(Layer.succeed(HttpClient.HttpClient, scripted))
+ * )
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.list())
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ClientLive))).then(() => console.log(sent))
+ * // => [ 'GET https://llm.example/v2/models (Bearer gen-secret)' ]
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClient from "@effect/platform/HttpClient"
@@ -661,6 +687,20 @@ const isErrorPayload = (data: unknown): boolean =>
 /**
  * The transport, from the platform `HttpClient`, a `ClientConfig` and a `RetryPolicy`.
  *
+ * @example
+ * ```ts
+ * import { ClientConfig, InferenceHttp, Node, RetryPolicy } from "effect-aifs"
+ * import type { InferenceHttpClient } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the transport with a retry policy of your own (the one from the configuration: `layerDefaultRetry`)
+ * export const TransportLive: Layer.Layer<InferenceHttpClient.InferenceHttpClient> = InferenceHttp.layer.pipe(
+ *   Layer.provide(RetryPolicy.layer({ maxRetries: 10, budget: "5 minutes", maxDelay: "1 minute" })),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -672,6 +712,19 @@ export const layer: Layer.Layer<
 
 /**
  * The transport with the default retry policy (its `maxRetries` from the `ClientConfig`).
+ *
+ * @example
+ * ```ts
+ * import { Chat, ClientConfig, InferenceHttp, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // one service on the transport, with the default policy (`maxRetries` from the configuration)
+ * export const ChatLive: Layer.Layer<Chat.Chat> = Chat.layer.pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-...", maxRetries: 2 })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

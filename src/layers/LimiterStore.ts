@@ -9,6 +9,26 @@
  * that with 429s. A sliding-window log never admits more than the limit in any interval of the window's
  * length and allows the same long-run throughput.
  *
+ * @example
+ * ```ts
+ * import { LimiterStore } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a sliding-window log: never more than the limit in any interval of the window's length
+ * const store = LimiterStore.makeMemory()
+ * const limits = { requests: 2, tokens: 10_000, windowMs: 60_000 }
+ *
+ * const program = Effect.gen(function*() {
+ *   const first = yield* store.reserve("my-key:gpt-4o", 0, 100, limits)
+ *   const second = yield* store.reserve("my-key:gpt-4o", 1_000, 100, limits)
+ *   const third = yield* store.reserve("my-key:gpt-4o", 2_000, 100, limits)
+ *   return [first._tag, second._tag, third._tag === "Wait" ? `wait ${third.waitMs} ms` : third._tag]
+ * })
+ *
+ * Effect.runPromise(program).then(console.log)
+ * // => [ 'Admitted', 'Admitted', 'wait 58000 ms' ]
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
@@ -59,6 +79,28 @@ export interface Usage {
 
 /**
  * The store.
+ *
+ * @example
+ * ```ts
+ * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // a store of your own (a shared one would talk to Redis): here the memory store, logging every wait
+ * const LoggingStore = Layer.sync(LimiterStore.LimiterStore, () => {
+ *   const memory = LimiterStore.makeMemory()
+ *   return {
+ *     ...memory,
+ *     reserve: (bucket, now, tokens, limits) =>
+ *       Effect.tap(memory.reserve(bucket, now, tokens, limits), (reservation) =>
+ *         reservation._tag === "Wait" ? Effect.log(`${bucket}: wait ${reservation.waitMs} ms`) : Effect.void)
+ *   }
+ * })
+ *
+ * export const LimiterLive: Layer.Layer<RateLimiter.RateLimiter> = RateLimiter.layerWith({ tier: "basic" }).pipe(
+ *   Layer.provide(Layer.merge(LoggingStore, TokenEstimator.layer))
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -177,6 +219,17 @@ export const makeMemory = (): LimiterStore.Service => {
 
 /**
  * The memory store.
+ *
+ * @example
+ * ```ts
+ * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // what `RateLimiter.layer` is made of: the memory store (one process) and the default estimator
+ * export const LimiterLive: Layer.Layer<RateLimiter.RateLimiter> = RateLimiter.layerWith({ tier: "basic" }).pipe(
+ *   Layer.provide(Layer.merge(LimiterStore.layerMemory, TokenEstimator.layer))
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

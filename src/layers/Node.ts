@@ -2,6 +2,25 @@
  * Everything wired for Node.js with the undici HTTP client: the one module of the library that names
  * `@effect/platform-node`.
  *
+ * @example
+ * ```ts
+ * import { Chat, Node } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   const answer = yield* chat.create({
+ *     model: "Llama-3.3-70B-Instruct",
+ *     messages: [{ role: "user", content: "Hello!" }]
+ *   })
+ *   return answer.text
+ * })
+ *
+ * // every inference service, the rate limiter and the undici HTTP client, configured from AIFS_* variables:
+ * // run it with `NodeRuntime.runMain(main)` and AIFS_API_KEY=gen-... in the environment
+ * export const main = program.pipe(Effect.provide(Node.layerFromEnv))
+ * ```
+ *
  * @since 0.1.0
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
@@ -59,6 +78,18 @@ export interface HttpClientOptions {
  * The undici HTTP client with its own connection pool, closed with the layer. A connection not open within
  * `connectTimeout` fails the attempt, which the transports report as `Timeout` (`connect`).
  *
+ * @example
+ * ```ts
+ * import { ClientConfig, Inference, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // composing the layers yourself: the services on the undici client, with a short connect timeout
+ * export const ClientLive: Layer.Layer<Inference.Services> = Inference.layerHttp.pipe(
+ *   Layer.provide(Node.layerHttpClient({ connectTimeout: "3 seconds" })),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." }))
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -95,6 +126,31 @@ const withClientConfig = <E>(
 /**
  * Everything, from options.
  *
+ * @example
+ * ```ts
+ * import { Emulator, Models, Node } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.list()).pipe(
+ *   Effect.map((list) => `${list.data.length} models`)
+ * )
+ *
+ * // options in code: here a local emulator's URL and development key, and a limiter window of its own
+ * const main = Effect.gen(function*() {
+ *   const emulator = yield* Emulator.Emulator
+ *   const ClientLive = Node.layer({
+ *     apiKey: Emulator.keyOf("standard4000"),
+ *     baseUrl: emulator.baseUrl,
+ *     tier: "standard4000",
+ *     rateLimiter: { window: "1 minute" }
+ *   })
+ *   return yield* program.pipe(Effect.provide(ClientLive))
+ * })
+ *
+ * Effect.runPromise(main.pipe(Effect.provide(Emulator.layer()))).then(console.log)
+ * // => 19 models
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -103,6 +159,34 @@ export const layer = (options: ClientConfig.Options & LayerOptions): Layer.Layer
 
 /**
  * Everything, from `Config` values.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, Node, RateLimiter } from "effect-aifs"
+ * import * as Config from "effect/Config"
+ * import * as ConfigProvider from "effect/ConfigProvider"
+ * import * as Effect from "effect/Effect"
+ *
+ * // your own variable names, and no proactive limiter (429s are met by the retries alone)
+ * const ClientLive = Node.layerConfig(
+ *   { apiKey: Config.redacted("MY_APP_AIFS_KEY"), baseUrl: Config.string("MY_APP_AIFS_URL") },
+ *   { rateLimiter: false }
+ * )
+ *
+ * // building the layer sends nothing: read back what it configured
+ * const program = Effect.gen(function*() {
+ *   const config = yield* ClientConfig.ClientConfig
+ *   const limiter = yield* RateLimiter.RateLimiter
+ *   return `${config.baseUrl}, limiter ${limiter.enabled ? "on" : "off"}`
+ * })
+ *
+ * const env = ConfigProvider.fromMap(
+ *   new Map([["MY_APP_AIFS_KEY", "gen-..."], ["MY_APP_AIFS_URL", "https://llm.example/v2"]])
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ClientLive), Effect.withConfigProvider(env))).then(console.log)
+ * // => https://llm.example/v2, limiter off
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -115,6 +199,27 @@ export const layerConfig = (
 /**
  * Everything, from the `AIFS_*` environment variables (`AIFS_API_KEY` is required).
  *
+ * @example
+ * ```ts
+ * import { Emulator, Models, Node } from "effect-aifs"
+ * import * as ConfigProvider from "effect/ConfigProvider"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.retrieve("gpt-oss-120b"))
+ *
+ * // AIFS_API_KEY, AIFS_BASE_URL, AIFS_TIER... from the environment; here pointed at a local emulator
+ * const main = Effect.gen(function*() {
+ *   const emulator = yield* Emulator.Emulator
+ *   const env = ConfigProvider.fromMap(
+ *     new Map([["AIFS_API_KEY", Emulator.keyOf("basic")], ["AIFS_BASE_URL", emulator.baseUrl]])
+ *   )
+ *   return yield* program.pipe(Effect.provide(Node.layerFromEnv), Effect.withConfigProvider(env))
+ * })
+ *
+ * Effect.runPromise(main.pipe(Effect.provide(Emulator.layer()))).then((model) => console.log(model.id))
+ * // => gpt-oss-120b
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -125,6 +230,23 @@ export const layerFromEnv: Layer.Layer<Services, ConfigError.ConfigError> = with
 /**
  * Everything from the environment, with limiter settings.
  *
+ * @example
+ * ```ts
+ * import { Node, RateLimiter } from "effect-aifs"
+ * import * as ConfigProvider from "effect/ConfigProvider"
+ * import * as Effect from "effect/Effect"
+ *
+ * // from the environment, and requests that would wait for the local budget go to the queue instead
+ * const ClientLive = Node.layerFromEnvWith({ rateLimiter: { queueRouting: true } })
+ *
+ * const program = Effect.map(RateLimiter.RateLimiter, (limiter) => limiter.queueRouting)
+ *
+ * const env = ConfigProvider.fromMap(new Map([["AIFS_API_KEY", "gen-..."]]))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ClientLive), Effect.withConfigProvider(env))).then(console.log)
+ * // => true
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -133,6 +255,18 @@ export const layerFromEnvWith = (options: LayerOptions): Layer.Layer<Services, C
 
 /**
  * The undici HTTP client with the default connect timeout, for composing the layers yourself.
+ *
+ * @example
+ * ```ts
+ * import { GatewayConfig, GatewayLayer, Node } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the gateway services with the default retry policy, on the undici client
+ * export const GatewayLive: Layer.Layer<GatewayLayer.Services> = GatewayLayer.layerHttp.pipe(
+ *   Layer.provide(Node.httpClient),
+ *   Layer.provide(GatewayConfig.layer({ username: "me", password: "..." }))
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -156,6 +290,23 @@ const withGatewayConfig = <E>(
  * Every retrieval-gateway service, from options. Separate from the inference layers: the gateway client
  * never sees the inference key.
  *
+ * @example
+ * ```ts
+ * import { Emulator, Node, Rag } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // ask the global knowledge base: the gateway's URL and credentials, here a local emulator's
+ * const main = Effect.gen(function*() {
+ *   const emulator = yield* Emulator.Emulator
+ *   const GatewayLive = Node.layerGateway({ url: emulator.gatewayUrl, username: "demo", password: "demo-password" })
+ *   const answer = yield* Effect.flatMap(Rag.openSession({ global: true }), (session) =>
+ *     Rag.ask(session, "What are the opening hours?")).pipe(Effect.provide(GatewayLive))
+ *   return answer.text
+ * })
+ *
+ * Effect.runPromise(main.pipe(Effect.provide(Emulator.layer()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -164,6 +315,28 @@ export const layerGateway = (options: GatewayConfig.Options): Layer.Layer<Gatewa
 
 /**
  * Every retrieval-gateway service, from `Config` values.
+ *
+ * @example
+ * ```ts
+ * import { GatewayConfig, Node } from "effect-aifs"
+ * import * as Config from "effect/Config"
+ * import * as ConfigProvider from "effect/ConfigProvider"
+ * import * as Effect from "effect/Effect"
+ *
+ * // your own variable names; building the layer sends nothing (the login happens on the first call)
+ * const GatewayLive = Node.layerGatewayConfig({
+ *   username: Config.string("RAG_USER"),
+ *   password: Config.redacted("RAG_PASSWORD"),
+ *   queryPipelinePath: Config.string("RAG_PIPELINE").pipe(Config.withDefault("query-pipelines"))
+ * })
+ *
+ * const program = Effect.map(GatewayConfig.GatewayConfig, (config) => `${config.username}: ${config.url}`)
+ *
+ * const env = ConfigProvider.fromMap(new Map([["RAG_USER", "me"], ["RAG_PASSWORD", "..."]]))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(GatewayLive), Effect.withConfigProvider(env))).then(console.log)
+ * // => me: https://api-gateway.ai.t-systems.net
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -174,6 +347,22 @@ export const layerGatewayConfig = (
 
 /**
  * Every retrieval-gateway service, from the `AIFS_GATEWAY_*` environment variables.
+ *
+ * @example
+ * ```ts
+ * import { Node, Rag } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const outcomes = yield* Rag.ingest([{ name: "faq.md", content: "# FAQ\n\nOpening hours: 9 to 5." }])
+ *   const session = yield* Rag.openSession({ files: outcomes })
+ *   return (yield* Rag.ask(session, "When are you open?")).text
+ * })
+ *
+ * // AIFS_GATEWAY_USERNAME and AIFS_GATEWAY_PASSWORD (and AIFS_GATEWAY_URL...) from the environment:
+ * // run it with `NodeRuntime.runMain(main)`
+ * export const main = program.pipe(Effect.provide(Node.layerGatewayFromEnv))
+ * ```
  *
  * @since 0.1.0
  * @category layers

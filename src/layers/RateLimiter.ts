@@ -4,6 +4,29 @@
  * per-model overrides and, where the model sends them, the live `x-ratelimit-*` headers (re-learnt on every
  * response). Waiting callers are served in arrival order; an interrupted caller gives up its place.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Clock from "effect/Clock"
+ * import * as Effect from "effect/Effect"
+ *
+ * // 2 requests per second for this model: the third request waits on the client instead of collecting a 429
+ * const server = Testing.layerEmulator({
+ *   rateLimiter: { window: "1 second", limits: { "Llama-3.3-70B-Instruct": { rpm: 2 } } }
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   const start = yield* Clock.currentTimeMillis
+ *   const ask = chat.create({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }] })
+ *   yield* Effect.all([ask, ask, ask], { concurrency: "unbounded" })
+ *   return `3 answers after ${(yield* Clock.currentTimeMillis) - start >= 1000 ? "more" : "less"} than a second`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(console.log)
+ * // => 3 answers after more than a second
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
@@ -128,6 +151,24 @@ export interface Permit {
 
 /**
  * The limiter.
+ *
+ * @example
+ * ```ts
+ * import { Chat, RateLimiter, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // what the limiter knows: limits (from headers where the model sends them), usage, callers waiting
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   yield* chat.create({ model: "gpt-4o", messages: [{ role: "user", content: "Hi" }] })
+ *   const limiter = yield* RateLimiter.RateLimiter
+ *   const buckets = yield* limiter.snapshot
+ *   return buckets.map((b) => `${b.model}: ${b.usedRequests}/${b.limitRequests} requests, headers ${b.fromHeaders}`)
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => [ 'gpt-4o: 1/600 requests, headers true' ]
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -550,6 +591,25 @@ export const make = (
 /**
  * A limiter with the memory store and the default estimator.
  *
+ * @example
+ * ```ts
+ * import { RateLimiter } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the limiter on its own: a permit per request, counted in the key's and model's bucket
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter.RateLimiter
+ *   const permit = yield* limiter.acquire({ key: "my-key", model: "gpt-4o", tokens: 500 })
+ *   yield* permit.answered
+ *   const [bucket] = yield* limiter.snapshot
+ *   if (bucket === undefined) return "no bucket"
+ *   return `${bucket.usedRequests}/${bucket.limitRequests} requests, ${bucket.usedTokens} tokens`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(RateLimiter.layer({ tier: "basic" })))).then(console.log)
+ * // => 1/20 requests, 500 tokens
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -558,6 +618,24 @@ export const layer = (options: Options = {}): Layer.Layer<RateLimiter> =>
 
 /**
  * A limiter on a store and estimator you provide (a shared store, a real tokenizer).
+ *
+ * @example
+ * ```ts
+ * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the limiter on a store and an estimator you provide (a store shared between processes, a real tokenizer)
+ * const LimiterLive = RateLimiter.layerWith({ tier: "standard4000", margin: "500 millis" }).pipe(
+ *   Layer.provide(Layer.merge(LimiterStore.layerMemory, TokenEstimator.layer))
+ * )
+ *
+ * const program = Effect.flatMap(RateLimiter.RateLimiter, (limiter) =>
+ *   limiter.wouldWait({ key: "my-key", model: "gpt-4o", tokens: 1000 }))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(LimiterLive))).then(console.log)
+ * // => false
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -569,6 +647,28 @@ export const layerWith = (
 
 /**
  * A limiter whose tier comes from the `ClientConfig` (`AIFS_TIER`).
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, RateLimiter } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the tier from the configuration (AIFS_TIER with `ClientConfig.layerFromEnv`), the window from options
+ * const LimiterLive = RateLimiter.layerFromClientConfig({ window: "10 seconds" }).pipe(
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-...", tier: "standard4000" }))
+ * )
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter.RateLimiter
+ *   yield* limiter.acquire({ key: "my-key", model: "Llama-3.3-70B-Instruct", tokens: 10 })
+ *   const [bucket] = yield* limiter.snapshot
+ *   return bucket?.limitRequests
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(LimiterLive))).then(console.log)
+ * // => 600
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -586,6 +686,22 @@ const noPermit: Permit = {
 
 /**
  * No proactive limiting: requests go out at once and only the retry policy reacts to 429s.
+ *
+ * @example
+ * ```ts
+ * import { Chat, ClientConfig, Inference, InferenceHttp, Node, RateLimiter } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // no proactive limiting: requests go out at once, and 429s are met by the retry policy alone
+ * export const ClientLive: Layer.Layer<Chat.Chat | RateLimiter.RateLimiter> = Layer.merge(
+ *   Inference.layer,
+ *   RateLimiter.layerDisabled
+ * ).pipe(
+ *   Layer.provide(InferenceHttp.layerDefaultRetry),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -3,6 +3,26 @@
  * asked for (plus a little jitter); 5xx, timeouts and dropped connections back off exponentially; nothing
  * else is retried; a total wait budget and an attempt count bound it all.
  *
+ * @example
+ * ```ts
+ * import { Errors, RetryPolicy } from "effect-aifs"
+ * import * as Duration from "effect/Duration"
+ * import * as Option from "effect/Option"
+ *
+ * // the policy is a function of the failure: read it, test it
+ * const settings = RetryPolicy.settings({ baseDelay: "1 second" })
+ * const unavailable = new Errors.ServerError({ message: "Model temporarily unavailable", status: 503 })
+ * const limited = new Errors.RateLimited({ message: "Slow down", status: 429, retryAfter: Duration.seconds(20) })
+ *
+ * const waitAfter = (error: Errors.ApiError, retries: number) =>
+ *   RetryPolicy.decide(error, { retries, waited: Duration.zero }, settings, 0).pipe(
+ *     Option.match({ onNone: () => "give up", onSome: Duration.format })
+ *   )
+ *
+ * console.log([0, 1, 2].map((retries) => waitAfter(unavailable, retries)), waitAfter(limited, 0))
+ * // => [ '500ms', '1s', '2s' ] 20s
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
@@ -20,6 +40,38 @@ import { ClientConfig } from "./ClientConfig.js"
 /**
  * The retry policy: a `Schedule` fed with each failure, whose output is the wait it chose.
  * Replace it to change how the client retries.
+ *
+ * @example
+ * ```ts
+ * import * as HttpClient from "@effect/platform/HttpClient"
+ * import { ClientConfig, type Errors, Inference, InferenceHttp, Models, RetryPolicy, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ * import * as Schedule from "effect/Schedule"
+ *
+ * // a policy of your own: retry 429s only, with exponential waits, for at most a minute
+ * const OnlyRateLimits = Layer.succeed(RetryPolicy.RetryPolicy, {
+ *   schedule: Schedule.exponential("100 millis").pipe(
+ *     Schedule.whileInput((error: Errors.ApiError) => error._tag === "RateLimited"),
+ *     Schedule.upTo("1 minute")
+ *   )
+ * })
+ *
+ * let attempts = 0
+ * const flaky = Testing.httpClient(() => (attempts++ === 0 ? { status: 429 } : { body: { data: [] } }))
+ *
+ * const ClientLive = Inference.layer.pipe(
+ *   Layer.provide(InferenceHttp.layer),
+ *   Layer.provide(OnlyRateLimits),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "test-key" })),
+ *   Layer.provide(Layer.succeed(HttpClient.HttpClient, flaky))
+ * )
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.list())
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ClientLive))).then(() => console.log(`${attempts} attempts`))
+ * // => 2 attempts
+ * ```
  *
  * @since 0.1.0
  * @category tags
@@ -169,6 +221,24 @@ export const make = (options: Options = {}): RetryPolicy.Service => {
 /**
  * The default policy with the given settings.
  *
+ * @example
+ * ```ts
+ * import { Models, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a server that fails twice with 503, then answers (the retry options go to `RetryPolicy.layer`)
+ * let attempts = 0
+ * const server = Testing.layerHttp(
+ *   () => (++attempts < 3 ? { status: 503, body: { detail: "Model unavailable" } } : { body: { data: [] } }),
+ *   { retry: { maxRetries: 3, baseDelay: "10 millis" } }
+ * )
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.list())
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then(() => console.log(`${attempts} attempts`))
+ * // => 3 attempts
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -176,6 +246,20 @@ export const layer = (options: Options = {}): Layer.Layer<RetryPolicy> => Layer.
 
 /**
  * The default policy with `maxRetries` from the `ClientConfig`.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, InferenceHttp, Node, RetryPolicy } from "effect-aifs"
+ * import type { InferenceHttpClient } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the default policy, `maxRetries` from the configuration (AIFS_MAX_RETRIES with `ClientConfig.layerFromEnv`)
+ * export const TransportLive: Layer.Layer<InferenceHttpClient.InferenceHttpClient> = InferenceHttp.layer.pipe(
+ *   Layer.provide(RetryPolicy.layerFromClientConfig),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-...", maxRetries: 2 })),
+ *   Layer.provide(Node.httpClient)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -187,6 +271,32 @@ export const layerFromClientConfig: Layer.Layer<RetryPolicy, never, ClientConfig
 
 /**
  * Never retry: every failure is returned at once.
+ *
+ * @example
+ * ```ts
+ * import * as HttpClient from "@effect/platform/HttpClient"
+ * import { ClientConfig, Inference, InferenceHttp, Models, RetryPolicy, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // every failure comes back at once, e.g. in a request handler with its own deadline
+ * const unavailable = Testing.httpClient(() => ({ status: 503, body: { detail: "Model temporarily unavailable" } }))
+ *
+ * const ClientLive = Inference.layer.pipe(
+ *   Layer.provide(InferenceHttp.layer),
+ *   Layer.provide(RetryPolicy.layerDisabled),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "test-key" })),
+ *   Layer.provide(Layer.succeed(HttpClient.HttpClient, unavailable))
+ * )
+ *
+ * const program = Effect.flatMap(Models.Models, (models) => models.list()).pipe(
+ *   Effect.map(() => "ok"),
+ *   Effect.catchTag("ServerError", (error) => Effect.succeed(`${error.status}, not retried`))
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ClientLive))).then(console.log)
+ * // => 503, not retried
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -2,6 +2,31 @@
  * Test doubles for code that uses this library: a scripted HTTP transport that runs the real client stack
  * (mapping, retries, decoding) without sockets, and stubs for any single service.
  *
+ * @example
+ * ```ts
+ * import { Chat, ChatSchema, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the code under test
+ * const summarise = (text: string) =>
+ *   Effect.flatMap(Chat.Chat, (chat) =>
+ *     chat.create({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `Summarise: ${text}` }] })
+ *   ).pipe(Effect.map((answer) => answer.text))
+ *
+ * // a stub of the one service it uses; any other method throws "... is not mocked"
+ * const ChatStub = Testing.mock(Chat.Chat, {
+ *   create: () =>
+ *     Effect.succeed(
+ *       new ChatSchema.ChatCompletion({
+ *         choices: [{ index: 0, message: { role: "assistant", content: "Short." }, finish_reason: "stop" }]
+ *       })
+ *     )
+ * })
+ *
+ * Effect.runPromise(summarise("A long text.").pipe(Effect.provide(ChatStub))).then(console.log)
+ * // => Short.
+ * ```
+ *
  * @since 0.1.0
  */
 import * as HttpClient from "@effect/platform/HttpClient"
@@ -102,6 +127,28 @@ const render = (scripted: ScriptedResponse): { body: string; headers: Record<str
 /**
  * A platform `HttpClient` that answers every request from `handler`, in memory.
  *
+ * @example
+ * ```ts
+ * import * as HttpClient from "@effect/platform/HttpClient"
+ * import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+ * import { Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a platform `HttpClient` answering in memory: for any code that sends through `HttpClient`
+ * const client = Testing.httpClient((request) => ({ body: { echoed: request.body } }))
+ *
+ * const program = Effect.gen(function*() {
+ *   const http = yield* HttpClient.HttpClient
+ *   const response = yield* http.execute(
+ *     HttpClientRequest.post("http://api.test/echo").pipe(HttpClientRequest.bodyUnsafeJson({ hello: "world" }))
+ *   )
+ *   return yield* response.json
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provideService(HttpClient.HttpClient, client))).then(console.log)
+ * // => { echoed: { hello: 'world' } }
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -141,6 +188,33 @@ export interface LayerHttpOptions {
  * Every inference service on the scripted transport: your code under test runs the real client (URL
  * building, auth header, error mapping, retries, decoding) against your answers.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the real client stack (URL, key, error mapping, retries, decoding) against scripted answers:
+ * // a 429 with `retry-after: 0`, then the completion
+ * let calls = 0
+ * const server = Testing.layerHttp((request) =>
+ *   ++calls === 1
+ *     ? { status: 429, headers: { "retry-after": "0" }, body: { detail: "Rate limit exceeded" } }
+ *     : {
+ *       body: {
+ *         id: "chatcmpl-1",
+ *         model: (request.body as { model: string }).model,
+ *         choices: [{ index: 0, message: { role: "assistant", content: "Hi!" }, finish_reason: "stop" }]
+ *       }
+ *     }
+ * )
+ *
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   chat.create({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }] }))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(server))).then((answer) => console.log(answer.text, calls))
+ * // => Hi! 2
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -160,6 +234,27 @@ export const layerHttp = (
 /**
  * A stub of one service: the methods you give, and every other method throws "X is not mocked" when
  * called, so that a test fails loudly on a call it did not expect.
+ *
+ * @example
+ * ```ts
+ * import { Models, ModelsSchema, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const ModelsStub = Testing.mock(Models.Models, {
+ *   list: () => Effect.succeed(new ModelsSchema.ModelList({ data: [new ModelsSchema.Model({ id: "my-model" })] }))
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   const models = yield* Models.Models
+ *   const list = yield* models.list()
+ *   // a method the stub does not have fails the test loudly
+ *   const missing = yield* Effect.try({ try: () => models.retrieve("my-model"), catch: String }).pipe(Effect.flip)
+ *   return `${list.data[0]?.id}; ${missing}`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ModelsStub))).then(console.log)
+ * // => my-model; Error: effect-aifs/Models.retrieve is not mocked
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -198,6 +293,26 @@ export interface LayerEmulatorOptions extends Emulator.ServeOptions {
 /**
  * The emulator on a loopback port and every inference service configured against it: real sockets, no key,
  * no network. The emulator stops when the layer's scope closes.
+ *
+ * @example
+ * ```ts
+ * import { Chat, Emulator, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // real sockets, no key, no network; the emulator itself is provided too, to inject faults
+ * const program = Effect.gen(function*() {
+ *   const emulator = yield* Emulator.Emulator
+ *   yield* emulator.setChaos([{ fault: { kind: "status", status: 503 }, times: 1 }])
+ *   const chat = yield* Chat.Chat
+ *   // the first attempt meets the 503, the retry succeeds
+ *   const answer = yield* chat.create({ model: "gpt-oss-120b", messages: [{ role: "user", content: "Hi" }] })
+ *   const stats = yield* emulator.stats
+ *   return `${answer.choices[0]?.finish_reason} after ${stats.received} requests (${stats.faults.status} fault)`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator({ tier: "basic" })))).then(console.log)
+ * // => stop after 2 requests (1 fault)
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -249,6 +364,26 @@ export interface LayerGatewayHttpOptions {
  * Every gateway service on the scripted transport: the real client (login, token reuse and refresh, error
  * mapping, retries, decoding) against your answers.
  *
+ * @example
+ * ```ts
+ * import { Testing, UserManager } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the real gateway client (login, token, error mapping, retries) against scripted answers
+ * const paths: Array<string> = []
+ * const gateway = Testing.layerGatewayHttp((request) => {
+ *   paths.push(`${request.method} ${request.path}`)
+ *   return request.path === "/api/v1/auth/user"
+ *     ? { body: { access_token: "token-1", expires_in: 3600 } }
+ *     : { body: { username: "test-user", roles: ["CHAT_USER"] } }
+ * })
+ *
+ * const program = Effect.flatMap(UserManager.UserManager, (users) => users.me())
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(gateway))).then(() => console.log(paths))
+ * // => [ 'POST /api/v1/auth/user', 'GET /user-manager/api/v1/users/me' ]
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -286,6 +421,23 @@ export interface LayerGatewayEmulatorOptions extends Emulator.ServeOptions {
 /**
  * The emulator on a loopback port and every gateway service logged in against its `/gateway`: real
  * sockets, no network. The emulator stops when the layer's scope closes.
+ *
+ * @example
+ * ```ts
+ * import { Rag, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the gateway services logged in as a given development user, with a token that expires every 5 seconds
+ * const gateway = Testing.layerGatewayEmulator({ username: "other", gateway: { tokenLifetime: "5 seconds" } })
+ *
+ * const program = Effect.gen(function*() {
+ *   const session = yield* Rag.openSession({ global: true, title: "Questions" })
+ *   return session.title
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(gateway))).then(console.log)
+ * // => Questions
+ * ```
  *
  * @since 0.1.0
  * @category layers
