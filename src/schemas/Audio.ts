@@ -1,6 +1,18 @@
 /**
  * Wire schemas of `/audio/transcriptions`, `/audio/translations` (multipart) and `GET /audio/models`.
  *
+ * @example
+ * ```ts
+ * import * as AudioSchema from "effect-aifs/schemas/Audio"
+ * import * as Schema from "effect/Schema"
+ *
+ * // `GET /audio/models` answers `{"models": [...]}` on this service, `{"data": [...]}` elsewhere: both decode
+ * const decode = Schema.decodeUnknownSync(AudioSchema.AudioModelsResponse)
+ *
+ * console.log(decode({ models: [{ id: "whisper-large-v3" }] }).ids, decode({ data: [{ id: "whisper-1" }] }).ids)
+ * // => [ 'whisper-large-v3' ] [ 'whisper-1' ]
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"

@@ -2,6 +2,33 @@
  * Wire schemas of `POST /chat/completions`: messages, tools, the completion and its stream chunks
  * (with the service's quirks: `reasoning_content`, empty-`choices` usage chunks, streamed tool calls).
  *
+ * @example
+ * ```ts
+ * import * as ChatSchema from "effect-aifs/schemas/Chat"
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ *
+ * // an answer as the service sends it: `reasoning_content`, and a `finish_reason` this client may not know yet
+ * const body = {
+ *   id: "chatcmpl-1",
+ *   object: "chat.completion",
+ *   created: 1730000000,
+ *   model: "gpt-oss-120b",
+ *   choices: [{
+ *     index: 0,
+ *     message: { role: "assistant", content: "91 = 7 × 13.", reasoning_content: "Try small primes." },
+ *     finish_reason: "a_new_reason"
+ *   }],
+ *   usage: { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 }
+ * }
+ *
+ * const program = Effect.map(Schema.decodeUnknown(ChatSchema.ChatCompletion)(body), (completion) =>
+ *   `${completion.text} (${completion.choices[0]?.finish_reason}, ${completion.usage?.total_tokens} tokens)`)
+ *
+ * Effect.runPromise(program).then(console.log)
+ * // => 91 = 7 × 13. (a_new_reason, 21 tokens)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Either from "effect/Either"
@@ -233,6 +260,33 @@ export type ToolChoice = typeof ToolChoice.Type
 
 /**
  * Parameters of a chat completion. `stream` is set by the method (`create` or `createStream`), not here.
+ *
+ * @example
+ * ```ts
+ * import type * as ChatSchema from "effect-aifs/schemas/Chat"
+ *
+ * // a conversation with a tool the model may call
+ * const params: ChatSchema.CreateChatCompletionParams = {
+ *   model: "gpt-4.1",
+ *   messages: [
+ *     { role: "system", content: "You answer questions about the weather." },
+ *     { role: "user", content: "Is it raining in Bonn?" }
+ *   ],
+ *   tools: [{
+ *     type: "function",
+ *     function: {
+ *       name: "current_weather",
+ *       description: "The weather now in a city",
+ *       parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+ *     }
+ *   }],
+ *   tool_choice: "auto",
+ *   max_tokens: 200
+ * }
+ *
+ * console.log(params.tools?.length)
+ * // => 1
+ * ```
  *
  * @since 0.1.0
  * @category schemas

@@ -1,6 +1,22 @@
 /**
  * Wire schemas of `POST /completions` (legacy text completion, open-source models only).
  *
+ * @example
+ * ```ts
+ * import * as CompletionsSchema from "effect-aifs/schemas/Completions"
+ * import * as Schema from "effect/Schema"
+ *
+ * const completion = Schema.decodeUnknownSync(CompletionsSchema.Completion)({
+ *   id: "cmpl-1",
+ *   object: "text_completion",
+ *   model: "Llama-3.3-70B-Instruct",
+ *   choices: [{ index: 0, text: " red, yellow and blue.", finish_reason: "stop" }]
+ * })
+ *
+ * console.log(completion.choices[0]?.text)
+ * // => red, yellow and blue.
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"

@@ -2,6 +2,27 @@
  * Wire schemas of `POST /embeddings`, decoding both float arrays and `encoding_format: "base64"`
  * (little-endian float32) into numbers.
  *
+ * @example
+ * ```ts
+ * import * as EmbeddingsSchema from "effect-aifs/schemas/Embeddings"
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ *
+ * // `encoding_format: "base64"` answers little-endian float32 bytes: they decode to numbers as well
+ * const body = {
+ *   object: "list",
+ *   model: "text-embedding-bge-m3",
+ *   data: [
+ *     { object: "embedding", index: 0, embedding: [0.25, -0.5] },
+ *     { object: "embedding", index: 1, embedding: EmbeddingsSchema.encodeFloat32Base64([0.25, -0.5]) }
+ *   ]
+ * }
+ *
+ * Effect.runPromise(Schema.decodeUnknown(EmbeddingsSchema.EmbeddingList)(body)).then((list) =>
+ *   console.log(list.vectors))
+ * // => [ [ 0.25, -0.5 ], [ 0.25, -0.5 ] ]
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Either from "effect/Either"

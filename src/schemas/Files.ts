@@ -2,6 +2,26 @@
  * Wire schemas of `/files` (purpose `fine-tune` on `/v2`, `visual-rag` on `/v1`): file records with ISO-string
  * timestamps, the service's camelCase extras and the `validation` object of fine-tune uploads.
  *
+ * @example
+ * ```ts
+ * import * as FilesSchema from "effect-aifs/schemas/Files"
+ * import * as Schema from "effect/Schema"
+ *
+ * const file = Schema.decodeUnknownSync(FilesSchema.FileObject)({
+ *   id: "file-1",
+ *   object: "file",
+ *   bytes: 2048,
+ *   created_at: "2025-01-01T00:00:00+00:00",
+ *   filename: "train.jsonl",
+ *   purpose: "fine-tune",
+ *   status: "uploaded",
+ *   validation: { object: "validation", is_checked: true, is_valid: true, message: "OK" }
+ * })
+ *
+ * console.log(file.filename, file.validation?.is_valid)
+ * // => train.jsonl true
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"

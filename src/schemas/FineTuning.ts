@@ -2,6 +2,23 @@
  * Wire schemas of `/fine_tuning/jobs` (interface 1.0.0): jobs with ISO-string timestamps (sometimes without a
  * zone), their events, the paginated lists.
  *
+ * @example
+ * ```ts
+ * import * as FineTuningSchema from "effect-aifs/schemas/FineTuning"
+ * import * as Schema from "effect/Schema"
+ *
+ * // parameters, checked before sending (the service wants a number or "auto" for each hyperparameter)
+ * const params = Schema.decodeUnknownSync(FineTuningSchema.CreateFineTuningJobParams)({
+ *   model: "Llama-3.3-70B-Instruct",
+ *   training_file: "file-1",
+ *   hyperparameters: { n_epochs: 3, batch_size: "auto" },
+ *   suffix: "support-bot"
+ * })
+ *
+ * console.log(params.hyperparameters)
+ * // => { n_epochs: 3, batch_size: 'auto' }
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"

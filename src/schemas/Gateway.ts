@@ -3,6 +3,21 @@
  * query pipeline's answer and the (undocumented) user manager. Field names as on the wire (camelCase here,
  * with the snake_case of the ingestion metadata and the token).
  *
+ * @example
+ * ```ts
+ * import * as GatewaySchema from "effect-aifs/schemas/Gateway"
+ * import * as Schema from "effect/Schema"
+ *
+ * // the query pipeline's answer is not documented: a JSON object or a bare JSON string both decode
+ * const decode = Schema.decodeUnknownSync(GatewaySchema.ChatAnswerFromWire)
+ *
+ * const fromObject = decode({ answer: "Open from 9 to 5.", sources: [{ fileName: "faq.md", score: 0.82 }] })
+ * const fromString = decode("Open from 9 to 5.")
+ *
+ * console.log(fromObject.text, fromObject.sources?.[0]?.fileName, fromString.text)
+ * // => Open from 9 to 5. faq.md Open from 9 to 5.
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"

@@ -1,6 +1,21 @@
 /**
  * Wire schemas of `POST /images/generations` and the queue's `POST /images/edits` (multipart).
  *
+ * @example
+ * ```ts
+ * import * as ImagesSchema from "effect-aifs/schemas/Images"
+ * import * as Schema from "effect/Schema"
+ *
+ * const images = Schema.decodeUnknownSync(ImagesSchema.ImagesResponse)({
+ *   created: 1730000000,
+ *   data: [{ b64_json: "iVBORw0KGgo=" }, { url: "https://images.example/2.png" }]
+ * })
+ *
+ * // the `b64_json` images as bytes; every image as a URL (a data URL for `b64_json`)
+ * console.log(images.bytes.map((bytes) => bytes.length), images.urls)
+ * // => [ 8 ] [ 'data:image/png;base64,iVBORw0KGgo=', 'https://images.example/2.png' ]
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Either from "effect/Either"

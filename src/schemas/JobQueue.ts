@@ -3,6 +3,22 @@
  * 1.0.0 the docs call it asynchronous but show no retrieval route, so an answer may instead be an
  * accepted-with-handle body. Both decode, into `Completed` or `Accepted`.
  *
+ * @example
+ * ```ts
+ * import * as ChatSchema from "effect-aifs/schemas/Chat"
+ * import * as JobQueueSchema from "effect-aifs/schemas/JobQueue"
+ * import * as Schema from "effect/Schema"
+ *
+ * // a queue answer is the ordinary result or, under interface 1.0.0, possibly a handle
+ * const decode = Schema.decodeUnknownSync(JobQueueSchema.resultOrHandle(ChatSchema.ChatCompletion))
+ *
+ * const handle = decode({ job_id: "job-7", status: "queued" })
+ * const result = decode({ id: "chatcmpl-1", model: "m", choices: [] })
+ *
+ * console.log(handle.kind, handle.kind === "handle" ? handle.value.handle : undefined, result.kind)
+ * // => handle job-7 result
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Data from "effect/Data"

@@ -1,6 +1,23 @@
 /**
  * Wire schemas of `GET /models` and `GET /models/{id}`, including the service's non-standard `meta_data`.
  *
+ * @example
+ * ```ts
+ * import * as ModelsSchema from "effect-aifs/schemas/Models"
+ * import * as Schema from "effect/Schema"
+ *
+ * const list = Schema.decodeUnknownSync(ModelsSchema.ModelList)({
+ *   object: "list",
+ *   data: [
+ *     { id: "Llama-3.3-70B-Instruct", meta_data: { model_type: "LLM", max_sequence_length: 128000 } },
+ *     { id: "text-embedding-bge-m3", meta_data: { model_type: "EMBEDDING" } }
+ *   ]
+ * })
+ *
+ * console.log(list.data.filter((model) => model.meta_data?.model_type === "LLM").map((model) => model.id))
+ * // => [ 'Llama-3.3-70B-Instruct' ]
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"

@@ -1,6 +1,26 @@
 /**
  * The rate-limit state a response reports through its headers, parsed into numbers and durations.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Duration from "effect/Duration"
+ * import * as Effect from "effect/Effect"
+ * import * as Option from "effect/Option"
+ *
+ * // the headers of one response, parsed: proprietary models send them, open-source ones do not
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   const request = { model: "gpt-4o", messages: [{ role: "user" as const, content: "Hi" }] }
+ *   const { response } = yield* chat.createWithResponse(request)
+ *   const info = response.rateLimit
+ *   const wait = Option.match(info.serverWait, { onNone: () => "none", onSome: Duration.format })
+ *   return `${info.remainingRequests}/${info.limitRequests} requests left, wait ${wait}`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"

@@ -2,6 +2,27 @@
  * Wire schemas of `POST /responses`: input, flat function tools, `text.format` JSON-schema output, the
  * response with its `output[]`, and the typed stream events (unknown event types are the service's to skip).
  *
+ * @example
+ * ```ts
+ * import * as ResponsesSchema from "effect-aifs/schemas/Responses"
+ * import * as Schema from "effect/Schema"
+ *
+ * const response = Schema.decodeUnknownSync(ResponsesSchema.Response)({
+ *   id: "resp_1",
+ *   object: "response",
+ *   model: "gpt-4.1",
+ *   status: "completed",
+ *   output: [
+ *     { type: "reasoning", id: "rs_1" },
+ *     { type: "message", id: "msg_1", role: "assistant", content: [{ type: "output_text", text: "Hello!" }] }
+ *   ]
+ * })
+ *
+ * // the text of the `output_text` parts, whatever else the output holds
+ * console.log(response.text, ResponsesSchema.outputText(response))
+ * // => Hello! Hello!
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"

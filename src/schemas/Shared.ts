@@ -2,6 +2,21 @@
  * Schema building blocks shared by every endpoint group: tolerant optional fields, token usage,
  * validation issues.
  *
+ * @example
+ * ```ts
+ * import * as Shared from "effect-aifs/schemas/Shared"
+ * import * as Schema from "effect/Schema"
+ *
+ * // tolerant decoding: a field that may be missing or null, an enumeration that accepts new values
+ * const Answer = Schema.Struct({
+ *   status: Shared.OpenEnum(["completed", "failed"], "Where the work ended."),
+ *   usage: Shared.Nullish(Shared.Usage)
+ * })
+ *
+ * console.log(Schema.decodeUnknownSync(Answer)({ status: "paused", usage: null }))
+ * // => { status: 'paused', usage: null }
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"

@@ -2,6 +2,28 @@
  * What a multipart upload sends as its file: bytes in memory, a path on disk (streamed, never read whole
  * into memory), a stream of chunks, or a `Blob`.
  *
+ * @example
+ * ```ts
+ * import { Files, Testing, Upload } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the same upload from bytes, a path on disk (streamed), a stream of chunks or a Blob
+ * const inputs: ReadonlyArray<Upload.FileInput> = [
+ *   Upload.fromBytes("{\"messages\":[]}\n", "a.jsonl"),
+ *   Upload.fromBlob(new Blob(["{\"messages\":[]}\n"]), "b.jsonl"),
+ *   Upload.fromPath("/data/c.jsonl")
+ * ]
+ *
+ * console.log(inputs.map(Upload.filenameOf))
+ * // => [ 'a.jsonl', 'b.jsonl', 'c.jsonl' ]
+ *
+ * const program = Effect.flatMap(Files.Files, (files) =>
+ *   Effect.forEach(inputs.slice(0, 2), (file) => files.upload({ file, purpose: "fine-tune" })))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then((uploaded) =>
+ *   console.log(uploaded.map((file) => file.filename)))
+ * ```
+ *
  * @since 0.1.0
  */
 import type * as Stream from "effect/Stream"

@@ -3,6 +3,25 @@
  * carries the embedding models, their files (chunk size and overlap), and search results whose content is
  * `text` or `base64` (a whole `data:image/png;base64,...` URL).
  *
+ * @example
+ * ```ts
+ * import * as VectorStoresSchema from "effect-aifs/schemas/VectorStores"
+ * import * as Schema from "effect/Schema"
+ *
+ * // a search answer holds text chunks and page images (as data URLs, ready for a visual model)
+ * const page = Schema.decodeUnknownSync(VectorStoresSchema.SearchResultPage)({
+ *   object: "vector_store.search_results.page",
+ *   search_query: ["opening hours"],
+ *   data: [
+ *     { file_id: "file-1", filename: "faq.txt", score: 0.8, content: [{ type: "text", text: "Open 9 to 5." }] },
+ *     { file_id: "file-2", filename: "page-1.png", score: 0.6, content: [{ type: "base64", data: "iVBORw0KGgo=" }] }
+ *   ]
+ * })
+ *
+ * console.log(page.texts.map((hit) => hit.text), page.imageResults.length)
+ * // => [ 'Open 9 to 5.' ] 1
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
