@@ -1,6 +1,26 @@
 /**
  * effect-aifs: an Effect client for T-Systems AI Foundation Services, with a local emulator.
  *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   const answer = yield* chat.create({
+ *     model: "Llama-3.3-70B-Instruct",
+ *     messages: [{ role: "user", content: "Explain rate limits in one sentence." }]
+ *   })
+ *   return answer.text
+ * }).pipe(
+ *   Effect.catchTag("RateLimited", (error) => Effect.succeed(`still rate limited after retries: ${error.message}`))
+ * )
+ *
+ * // `Node.layerFromEnv` (AIFS_API_KEY=gen-...) for the real service; here the local emulator, no key needed
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 

@@ -2,6 +2,29 @@
  * The local emulator of AI Foundation Services: a real HTTP server on loopback, as a scoped layer for tests
  * and the demo, or as `aifs emulator` on a port.
  *
+ * @example
+ * ```ts
+ * import { Emulator, Models, Node } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the emulator on a free loopback port, and the Node client configured against it
+ * const ClientLive = Layer.unwrapEffect(Effect.map(Emulator.Emulator, (emulator) =>
+ *   Node.layer({ apiKey: Emulator.keyOf("standard4000"), baseUrl: emulator.baseUrl, tier: "standard4000" })))
+ *
+ * const program = Effect.gen(function*() {
+ *   const emulator = yield* Emulator.Emulator
+ *   const models = yield* Models.Models
+ *   const list = yield* models.list()
+ *   return `${emulator.baseUrl}: ${list.data.length} models, ${emulator.keys.length} development keys`
+ * })
+ *
+ * // the emulator stops, its connections closed, when the program ends
+ * const main = program.pipe(Effect.provide(ClientLive.pipe(Layer.provideMerge(Emulator.layer()))))
+ *
+ * Effect.runPromise(main).then(console.log)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -118,6 +141,26 @@ export {
 /**
  * A running emulator.
  *
+ * @example
+ * ```ts
+ * import { Chat, Emulator, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // faults on demand: the next chat request dropped before any byte of its answer, then the counters
+ * const program = Effect.gen(function*() {
+ *   const emulator = yield* Emulator.Emulator
+ *   yield* emulator.setChaos([{ fault: { kind: "resetBeforeBody" }, route: "/v2/chat/completions", times: 1 }])
+ *   const chat = yield* Chat.Chat
+ *   const ask = chat.create({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }] })
+ *   yield* Effect.all([ask, ask], { concurrency: "unbounded" })
+ *   const stats = yield* emulator.stats
+ *   return `${stats.received} requests received, ${stats.faults.resetBeforeBody} dropped (and retried)`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * // => 3 requests received, 1 dropped (and retried)
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -177,6 +220,28 @@ export interface ServeOptions extends Options {
 
 /**
  * The emulator, listening until the layer's scope closes (open connections are closed with it).
+ *
+ * @example
+ * ```ts
+ * import { Emulator } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a key of a custom tier, a 10-second window, and a gateway user of its own
+ * const EmulatorLive = Emulator.layer({
+ *   port: 0,
+ *   window: "10 seconds",
+ *   tiers: { tiny: { rpm: 5, tpm: 2_000 } },
+ *   keys: [{ key: "gen-my-test-key", tier: "tiny" }],
+ *   gateway: { users: [{ username: "alice", password: "alice-password", roles: ["CHAT_USER"] }] }
+ * })
+ *
+ * const program = Effect.map(Emulator.Emulator, (emulator) => {
+ *   const users = emulator.gatewayUsers.map((user) => user.username)
+ *   return `${emulator.keyFor("tiny")} at ${emulator.baseUrl}, gateway users: ${users.join(", ")}`
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(EmulatorLive))).then(console.log)
+ * ```
  *
  * @since 0.1.0
  * @category layers
