@@ -575,6 +575,28 @@ export class Unsupported extends Schema.TaggedError<Unsupported>()("Unsupported"
 /**
  * Every error an operation of this library can fail with.
  *
+ * @example
+ * ```ts
+ * import { Errors } from "effect-aifs"
+ *
+ * // one message per kind of failure, e.g. for a user interface
+ * const explain = (error: Errors.ApiError): string => {
+ *   switch (error._tag) {
+ *     case "RateLimited":
+ *     case "QuotaExceeded":
+ *       return "The service is busy or the budget is spent."
+ *     case "Unauthorized":
+ *     case "Forbidden":
+ *       return "Check the API key."
+ *     default:
+ *       return error.isRetryable ? "A temporary failure: try again." : error.message
+ *   }
+ * }
+ *
+ * console.log(explain(new Errors.ServerError({ message: "Bad gateway", status: 502 })))
+ * // => A temporary failure: try again.
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
