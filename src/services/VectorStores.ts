@@ -39,10 +39,9 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
 import { paginate } from "../internal/pagination.js"
-import { pollUntil } from "../internal/poll.js"
+import { pollOrFail } from "../internal/poll.js"
 import { annotateRequest } from "../internal/spans.js"
 import { type ApiError, Timeout } from "../schemas/Errors.js"
 import {
@@ -248,13 +247,18 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
     function*(storeId: string, fileId: string, options: WaitOptions = {}) {
       const timeout = Duration.decode(options.timeout ?? Duration.minutes(5))
       const interval = Duration.decode(options.interval ?? Duration.seconds(1))
-      const found = yield* pollUntil(retrieveFile(storeId, fileId), (f) => f.isDone, { interval, timeout })
-      if (Option.isSome(found)) return found.value
-      return yield* new Timeout({
-        message: `file ${fileId} of vector store ${storeId} was still being indexed after ${Duration.format(timeout)}`,
-        endpoint: `GET /v1${file(storeId, fileId)}`,
-        timeout: "total",
-        after: timeout
+      return yield* pollOrFail(retrieveFile(storeId, fileId), (f) => f.isDone, {
+        interval,
+        timeout,
+        onTimeout: () =>
+          new Timeout({
+            message: `file ${fileId} of vector store ${storeId} was still being indexed after ${
+              Duration.format(timeout)
+            }`,
+            endpoint: `GET /v1${file(storeId, fileId)}`,
+            timeout: "total",
+            after: timeout
+          })
       })
     }
   )

@@ -5,8 +5,10 @@
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as TestClock from "effect/TestClock"
 import * as Testing from "../../src/layers/Testing.js"
 import * as Chat from "../../src/services/Chat.js"
 import * as FileManager from "../../src/services/gateway/FileManager.js"
@@ -154,5 +156,31 @@ describe("gateway services (scripted transport)", () => {
       assert.strictEqual(sent.headers["authorization"], "Bearer gateway-token-abc")
       const http = yield* Effect.provide(GatewayHttpClient, Testing.layerGatewayHttp(handler))
       assert.strictEqual(http.url, "http://gateway.test")
+    }))
+
+  it.effect("waitForIngestion polls the tasks until the last one is done, and gives up with Timeout", () =>
+    Effect.gen(function*() {
+      let polls = 0
+      const { handler } = world((request) => {
+        if (request.path !== "/ingest-master/api/v1/tasks/file") return []
+        polls++
+        const done = request.url.searchParams.get("file_path") === "local://done" && polls >= 3
+        return [{ status: "queued" }, { status: done ? "ingested" : "ingesting" }]
+      })
+      yield* Effect.gen(function*() {
+        const ingest = yield* IngestMaster.IngestMaster
+        const fiber = yield* Effect.fork(ingest.waitForIngestion("local://done", { interval: "2 seconds" }))
+        yield* TestClock.adjust("4 seconds")
+        const task = yield* Fiber.join(fiber)
+        assert.strictEqual(task.status, "ingested")
+        assert.strictEqual(polls, 3, "polled at 0, 2 and 4 seconds")
+        const late = yield* Effect.fork(
+          Effect.flip(ingest.waitForIngestion("local://never", { interval: "2 seconds", timeout: "5 seconds" }))
+        )
+        yield* TestClock.adjust("5 seconds")
+        const error = yield* Fiber.join(late)
+        assert.strictEqual(error._tag, "Timeout")
+        assert.match(error.message, /ingestion of local:\/\/never not finished within 5s/)
+      }).pipe(Effect.provide(Testing.layerGatewayHttp(handler)))
     }))
 })

@@ -30,9 +30,8 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Multipart from "../../internal/multipart.js"
-import { pollUntil } from "../../internal/poll.js"
+import { pollOrFail } from "../../internal/poll.js"
 import { type ApiError, Timeout } from "../../schemas/Errors.js"
 import { type GatewayFile, GatewayFileList } from "../../schemas/Gateway.js"
 import { Gateway, withQuery } from "./Gateway.js"
@@ -189,23 +188,21 @@ export const make: Effect.Effect<FileManager.Service, never, Gateway> = Effect.g
   const waitForUploads = Effect.fn("FileManager.waitForUploads")(
     function*(fileIds: ReadonlyArray<string>, options: WaitOptions = {}) {
       const timeout = Duration.decode(options.timeout ?? Duration.minutes(5))
-      const result = yield* pollUntil(
+      return yield* pollOrFail(
         list(fileIds, { kb: options.kb }),
         (records) => fileIds.every((id) => records.some((r) => r.fileId === id && (r.isDone || r.isFailed))),
-        { interval: options.interval ?? Duration.seconds(2), timeout }
-      )
-      return yield* Option.match(result, {
-        onSome: Effect.succeed,
-        onNone: () =>
-          Effect.fail(
+        {
+          interval: options.interval ?? Duration.seconds(2),
+          timeout,
+          onTimeout: () =>
             new Timeout({
               message: `uploads not finished within ${Duration.format(timeout)}`,
               endpoint: `GET ${files}`,
               timeout: "total",
               after: timeout
             })
-          )
-      })
+        }
+      )
     }
   )
   return { upload, list, waitForUploads }

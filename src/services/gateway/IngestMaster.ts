@@ -38,8 +38,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
-import { pollUntil } from "../../internal/poll.js"
+import { pollOrFail } from "../../internal/poll.js"
 import { type ApiError, Timeout } from "../../schemas/Errors.js"
 import { type CreateTaskParams, IngestTask, IngestTaskList } from "../../schemas/Gateway.js"
 import { Gateway, withQuery } from "./Gateway.js"
@@ -141,26 +140,26 @@ export const make: Effect.Effect<IngestMaster.Service, never, Gateway> = Effect.
     } = {}
   ) {
     const timeout = Duration.decode(options.timeout ?? Duration.minutes(10))
-    const result = yield* pollUntil(
+    const tasks = yield* pollOrFail(
       tasksForFile(filePath, options.role),
       (tasks) => {
         const last = tasks[tasks.length - 1]
         return last !== undefined && (last.isDone || last.isFailed)
       },
-      { interval: options.interval ?? Duration.seconds(2), timeout }
-    )
-    return yield* Option.match(Option.flatMap(result, (tasks) => Option.fromNullable(tasks[tasks.length - 1])), {
-      onSome: Effect.succeed,
-      onNone: () =>
-        Effect.fail(
+      {
+        interval: options.interval ?? Duration.seconds(2),
+        timeout,
+        onTimeout: () =>
           new Timeout({
             message: `ingestion of ${filePath} not finished within ${Duration.format(timeout)}`,
             endpoint: `POST ${path}/api/v1/tasks/file`,
             timeout: "total",
             after: timeout
           })
-        )
-    })
+      }
+    )
+    // the poll ends on a list whose last task is done or failed
+    return tasks[tasks.length - 1]!
   })
   return { createTask, tasksForFile, waitForIngestion }
 })
