@@ -78,7 +78,10 @@ export {
  * @category models
  */
 export interface Options {
-  /** Longest wait for an answer to start (the queue holds work until there is capacity; default 30 minutes). */
+  /**
+   * Time limit of a queued request, until its answer starts and to its end (the queue holds work until there is
+   * capacity; default: the configuration's `queueTimeout`, `AIFS_QUEUE_TIMEOUT`, 30 minutes).
+   */
   readonly timeout?: Duration.DurationInput | undefined
   /** Longest silence between stream chunks once a stream flows (default 2 minutes). */
   readonly idleTimeout?: Duration.DurationInput | undefined
@@ -162,9 +165,10 @@ const settle = <A>(
 export const make = (options: Options = {}): Effect.Effect<JobQueue.Service, never, InferenceHttpClient> =>
   Effect.gen(function*() {
     const http = yield* InferenceHttpClient
+    // without a timeout of its own, the transport applies the configuration's queueTimeout on the queue base
     const limits: RequestOptions = {
       base: "queue",
-      timeout: options.timeout ?? Duration.minutes(30),
+      ...(options.timeout === undefined ? {} : { timeout: options.timeout, firstByteTimeout: options.timeout }),
       idleTimeout: options.idleTimeout ?? Duration.minutes(2)
     }
     const post = <A, I>(path: string, body: unknown, schema: Schema.Schema<A, I>, model: string) =>

@@ -3,6 +3,7 @@
  * both decoded, and the long time-to-first-byte limit (TestClock).
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Schema from "effect/Schema"
@@ -96,5 +97,25 @@ describe("JobQueue service", () => {
     }).pipe(Effect.provide(Testing.layerHttp(
       () => Effect.as(Effect.sleep("15 minutes"), { body: chatCompletionBody }),
       { retry: { maxRetries: 0 } }
+    ))))
+
+  it.effect("without a time limit of its own the queue holds to the configuration's queueTimeout, both ways", () =>
+    Effect.gen(function*() {
+      const queue = yield* JobQueue.JobQueue
+      const answered = yield* Effect.fork(queue.chat(defaultChatParams))
+      yield* TestClock.adjust("36 minutes")
+      assert.strictEqual((yield* Fiber.join(answered))._tag, "Completed", "35 minutes fit in an hour's limit")
+      const held = yield* Effect.fork(Effect.flip(queue.chat({ ...defaultChatParams, model: "held" })))
+      yield* TestClock.adjust("1 hour")
+      const error = yield* Fiber.join(held)
+      assert.strictEqual(error._tag, "Timeout")
+      if (error._tag === "Timeout") assert.strictEqual(Duration.toMinutes(error.after), 60)
+    }).pipe(Effect.provide(Testing.layerHttp(
+      (request) =>
+        Effect.as(
+          Effect.sleep((request.body as { model: string }).model === "held" ? "2 hours" : "35 minutes"),
+          { body: chatCompletionBody }
+        ),
+      { retry: { maxRetries: 0 }, config: { queueTimeout: "1 hour" } }
     ))))
 })
