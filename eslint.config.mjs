@@ -31,7 +31,7 @@ export default tseslint.config(
     }
   },
   {
-    files: ["src/cli/**/*.ts", "bench/**/*.ts", "examples/**/*.ts", "test/**/*.ts"],
+    files: ["src/cli/**/*.ts", "bench/**/*.ts", "examples/**/*.ts", "test/**/*.ts", "scripts/**/*.mjs"],
     rules: { "no-console": "off" }
   }
 )

@@ -1,0 +1,60 @@
+// The mutation score of every mutated module, from Stryker's JSON report (mutation/mutation.json), with the mutants
+// judged equivalent (a `// Stryker disable` comment with its reason) listed apart. Fails when a module scores below
+// the threshold (stryker.config.mjs `thresholds.break`): Stryker's own threshold is on the total only.
+//
+//   node scripts/mutation-report.mjs             the table, and the equivalent mutants
+//   node scripts/mutation-report.mjs --survivors every mutant that survived or has no test, with its place
+import { readFileSync } from "node:fs"
+import config from "../stryker.config.mjs"
+
+const report = JSON.parse(readFileSync(new URL("../mutation/mutation.json", import.meta.url), "utf8"))
+const threshold = config.thresholds.break
+const root = new URL("..", import.meta.url).pathname
+
+const detected = new Set(["Killed", "Timeout"])
+const undetected = new Set(["Survived", "NoCoverage"])
+const isStatic = (mutant) => mutant.status === "Ignored" && /static/i.test(mutant.statusReason ?? "")
+
+const rows = Object.entries(report.files).map(([file, { mutants }]) => {
+  const count = (test) => mutants.filter(test).length
+  const killed = count((m) => detected.has(m.status))
+  const survived = count((m) => undetected.has(m.status))
+  return {
+    file: file.replace(root, ""),
+    killed,
+    survived,
+    equivalent: mutants.filter((m) => m.status === "Ignored" && !isStatic(m)),
+    statics: count(isStatic),
+    score: killed + survived === 0 ? 100 : (100 * killed) / (killed + survived),
+    open: mutants.filter((m) => undetected.has(m.status))
+  }
+}).sort((a, b) => a.file.localeCompare(b.file))
+
+console.log(`| module | score | killed | survived or untested | equivalent (ignored) | static (not run) |`)
+console.log(`| --- | --- | --- | --- | --- | --- |`)
+for (const r of rows) {
+  console.log(
+    `| \`${r.file}\` | ${r.score.toFixed(1)}% | ${r.killed} | ${r.survived} | ${r.equivalent.length} | ${r.statics} |`
+  )
+}
+
+const place = (file, m) => `${file}:${m.location.start.line}:${m.location.start.column}`
+const equivalents = rows.flatMap((r) =>
+  r.equivalent.map((m) => `- ${place(r.file, m)} ${m.mutatorName}: ${m.statusReason}`)
+)
+if (equivalents.length > 0) console.log(`\nEquivalent mutants (ignored, with the reason):\n${equivalents.join("\n")}`)
+
+if (process.argv.includes("--survivors")) {
+  for (const r of rows) {
+    for (const m of r.open) {
+      const replacement = (m.replacement ?? "").replace(/\s+/g, " ").slice(0, 100)
+      console.log(`${m.status} ${place(r.file, m)} ${m.mutatorName}: ${replacement}`)
+    }
+  }
+}
+
+const below = rows.filter((r) => r.score < threshold)
+if (below.length > 0) {
+  console.error(`\nbelow ${threshold}%: ${below.map((r) => `${r.file} (${r.score.toFixed(1)}%)`).join(", ")}`)
+  process.exit(1)
+}
