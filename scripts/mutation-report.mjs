@@ -4,10 +4,12 @@
 //
 //   node scripts/mutation-report.mjs             the table, and the equivalent mutants
 //   node scripts/mutation-report.mjs --survivors every mutant that survived or has no test, with its place
+//   MUTATION_RUN=<name> node scripts/...        the report of a named run (see stryker.config.mjs)
 import { readFileSync } from "node:fs"
 import config from "../stryker.config.mjs"
 
-const report = JSON.parse(readFileSync(new URL("../mutation/mutation.json", import.meta.url), "utf8"))
+const run = process.env.MUTATION_RUN ? `-${process.env.MUTATION_RUN}` : ""
+const report = JSON.parse(readFileSync(new URL(`../mutation/mutation${run}.json`, import.meta.url), "utf8"))
 const threshold = config.thresholds.break
 const root = new URL("..", import.meta.url).pathname
 
