@@ -8,8 +8,7 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import { multipart } from "../../src/internal/multipart.js"
@@ -18,6 +17,7 @@ import * as Testing from "../../src/layers/Testing.js"
 import { FileObject } from "../../src/schemas/Files.js"
 import * as Files from "../../src/services/Files.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
+import { tempDir } from "../helpers/tempDir.js"
 
 const training = [
   { messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello" }] },
@@ -86,12 +86,11 @@ describe("Files against the emulator", () => {
       assert.deepStrictEqual(all.map((f) => f.id), [...ids].reverse())
     }).pipe(Effect.provide(emulator())))
 
-  it.effect("a path upload streams from disk; a stream upload arrives whole", () => {
-    const dir = mkdtempSync(join(tmpdir(), "aifs-int-files-"))
-    const path = join(dir, "big.jsonl")
+  it.scoped("a path upload streams from disk; a stream upload arrives whole", () => {
     const line = `${JSON.stringify({ messages: [{ role: "user", content: "x".repeat(200) }] })}\n`
-    writeFileSync(path, line.repeat(5_000))
     return Effect.gen(function*() {
+      const path = join(yield* tempDir("aifs-int-files-"), "big.jsonl")
+      writeFileSync(path, line.repeat(5_000))
       const files = yield* Files.Files
       const fromPath = yield* files.upload({ file: Files.fromPath(path), purpose: "fine-tune" })
       assert.strictEqual(fromPath.bytes, line.length * 5_000)

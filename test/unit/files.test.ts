@@ -7,12 +7,12 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Testing from "../../src/layers/Testing.js"
 import { FileDeleted, FileList, FileObject, FileValidationRequest } from "../../src/schemas/Files.js"
 import * as Files from "../../src/services/Files.js"
+import { tempDir } from "../helpers/tempDir.js"
 import { capturing, formOf, streamedText, urlOf } from "./surfaceHelpers.js"
 
 const decode = <A, I>(schema: Schema.Schema<A, I>, json: string): A =>
@@ -136,12 +136,11 @@ describe("Files service", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.effect("a path is sent from a file-backed blob (read while sending), named after the path", () => {
-    const dir = mkdtempSync(join(tmpdir(), "aifs-files-"))
-    const path = join(dir, "data.jsonl")
-    writeFileSync(path, "line one\nline two\n")
+  it.scoped("a path is sent from a file-backed blob (read while sending), named after the path", () => {
     const { layer, requests } = capturing(() => ({ body: fileBody("file-3") }))
     return Effect.gen(function*() {
+      const path = join(yield* tempDir("aifs-files-"), "data.jsonl")
+      writeFileSync(path, "line one\nline two\n")
       const files = yield* Files.Files
       yield* files.upload({ file: Files.fromPath(path), purpose: "fine-tune" })
       const form = yield* formOf(requests[0])
