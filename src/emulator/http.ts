@@ -321,6 +321,8 @@ export const admit = (
   Effect.gen(function*() {
     const window = state.window(key, model.id)
     const started = yield* Clock.currentTimeMillis
+    // bounded: every round sleeps at least 1 ms, and the waits together fit queueMaxWaitMs; a window that claims
+    // a zero wait while full cannot spin (under a TestClock nobody moves, the request blocks instead)
     while (true) {
       const now = yield* Clock.currentTimeMillis
       const admission = window.check(now, tokens)
@@ -332,7 +334,7 @@ export const admit = (
         return yield* tooLarge(model, window.quota.tpm, tokens)
       }
       if (mode === "wait" && now - started + admission.waitMs <= state.queueMaxWaitMs) {
-        yield* Effect.sleep(admission.waitMs)
+        yield* Effect.sleep(Math.max(1, admission.waitMs))
         continue
       }
       const retryAfter = String(Math.max(1, Math.ceil(admission.waitMs / 1000)))
