@@ -56,8 +56,10 @@ describe("duration parsing", () => {
     ["20", 20_000],
     ["1.5", 1_500],
     ["0", 0],
-    ["60", 60_000]
-  ])("bare seconds %s are %d ms", (input, expected) => {
+    ["60", 60_000],
+    ["1.25", 1_250],
+    [" 20 ", 20_000]
+  ])("bare seconds %j are %d ms", (input, expected) => {
     assert.deepStrictEqual(parseSecondsMillis(input), Option.some(expected))
   })
 
@@ -70,8 +72,10 @@ describe("duration parsing", () => {
     ["20", 20_000],
     ["1.5", 1_500],
     ["0", 0],
-    ["6m0s", 360_000]
-  ])("a reset value %s is %d ms (Go duration or bare seconds)", (input, expected) => {
+    ["6m0s", 360_000],
+    [" 20 ", 20_000],
+    [" 3s ", 3_000]
+  ])("a reset value %j is %d ms (Go duration or bare seconds)", (input, expected) => {
     assert.deepStrictEqual(parseResetMillis(input), Option.some(expected))
   })
 
@@ -85,7 +89,26 @@ describe("duration parsing", () => {
     ["30 seconds", 30_000],
     ["500 millis", 500],
     ["2 minutes", 120_000],
-    ["30", 30_000]
+    ["30", 30_000],
+    // every unit Duration.decode reads, singular and plural, and the spacing and decimals users type
+    ["1 nano", 0.000_001],
+    ["2 nanos", 0.000_002],
+    ["1 micro", 0.001],
+    ["2 micros", 0.002],
+    ["1 milli", 1],
+    ["1 second", 1_000],
+    ["1 minute", 60_000],
+    ["1 hour", 3_600_000],
+    ["2 hours", 7_200_000],
+    ["1 day", 86_400_000],
+    ["2 days", 172_800_000],
+    ["1 week", 604_800_000],
+    ["2 weeks", 1_209_600_000],
+    ["1.25 seconds", 1_250],
+    ["30  seconds", 30_000],
+    [" 30 seconds ", 30_000],
+    ["1.25", 1_250],
+    [" 20 ", 20_000]
   ])("user duration %j is %d ms", (input, expected) => {
     const parsed = parseDurationInput(input)
     assert.isTrue(Option.isSome(parsed))
