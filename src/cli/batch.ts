@@ -25,8 +25,11 @@ import * as Batch from "../services/Batch.js"
 import { client } from "./environment.js"
 import { UsageError } from "./output.js"
 
-/** Reads the `custom_id`s already in the output, first cutting a torn last line left by a crash. */
-const resumeFrom = (path: string): Set<string> => {
+/**
+ * Reads the `custom_id`s already in the output, first cutting a torn last line left by a crash (at its byte
+ * offset: the text before it may hold characters of several bytes).
+ */
+export const resumeFrom = (path: string): Set<string> => {
   const done = new Set<string>()
   if (!fs.existsSync(path)) return done
   const text = fs.readFileSync(path, "utf8")

@@ -180,7 +180,8 @@ export const parseLine = (text: string, line: number): Either.Either<BatchReques
   }
   // extra fields of the body are kept: the service may accept parameters this library does not model
   const decoded = Schema.decodeUnknownEither(bodySchemas[endpoint] as Schema.Schema<unknown>)(body, {
-    onExcessProperty: "preserve"
+    onExcessProperty: "preserve",
+    errors: "all"
   })
   if (Either.isLeft(decoded)) return Either.left({ line, custom_id, reason: `invalid body: ${issues(decoded.left)}` })
   return Either.right({ custom_id, endpoint, body: decoded.right } as BatchRequest)
