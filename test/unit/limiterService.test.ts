@@ -1,0 +1,288 @@
+/**
+ * The limiter as its users meet it beyond the window: what a request is estimated to cost, what a settled permit
+ * gives back and whom that wakes, what observers and metrics see, the long line, and the layers.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
+import * as ClientConfig from "../../src/layers/ClientConfig.js"
+import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
+import * as RateLimiter from "../../src/layers/RateLimiter.js"
+import { ModelList } from "../../src/schemas/Models.js"
+import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
+import { limiterWith, runReady, settled, stillWaiting, ticket } from "../helpers/limiter.js"
+import { limiterOn, memoryStoreWith } from "../helpers/stores.js"
+
+const count = (counter: Metric.Metric.Counter<number>) => Effect.map(Metric.value(counter), (state) => state.count)
+
+const chatBody = (model: string | undefined, maxTokens?: number) => ({
+  ...(model === undefined ? {} : { model }),
+  messages: [{ role: "user", content: "Hello there" }],
+  ...(maxTokens === undefined ? {} : { max_tokens: maxTokens })
+})
+// 3 priming + 3 per message + "Hello" (2) + "there" (2)
+const prompt = 10
+
+/** A catalogue as `GET /models` sends it. */
+const models = (entries: ReadonlyArray<{ id: string; meta_data?: unknown }>) =>
+  Schema.decodeUnknownSync(ModelList)({
+    object: "list",
+    data: entries.map((e) => ({ object: "model", created: 0, owned_by: "x", ...e }))
+  })
+
+describe("what a request is estimated to cost", () => {
+  it.effect("its output cap first, then the model's configured cap, the catalogue's max_output_length, the default", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ maxOutputTokens: { configured: 300 }, defaultMaxOutputTokens: 500 })
+      yield* limiter.learnModels(models([
+        { id: "configured", meta_data: { max_output_length: 700 } },
+        { id: "catalogued", meta_data: { max_output_length: 700 } },
+        { id: "zero", meta_data: { max_output_length: 0 } },
+        { id: "unknown", meta_data: {} },
+        { id: "bare" }
+      ]))
+      const tokens = (model: string | undefined, maxTokens?: number) =>
+        limiter.cost("/chat/completions", chatBody(model, maxTokens)).tokens
+      assert.strictEqual(tokens("configured", 50), prompt + 50)
+      assert.strictEqual(tokens("configured"), prompt + 300)
+      assert.strictEqual(tokens("catalogued"), prompt + 700)
+      assert.strictEqual(tokens("zero"), prompt + 500)
+      assert.strictEqual(tokens("unknown"), prompt + 500)
+      assert.strictEqual(tokens("bare"), prompt + 500)
+      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody(undefined)), {
+        model: undefined,
+        tokens: prompt + 500
+      })
+    }))
+
+  it.effect("1,024 output tokens when nothing says otherwise; none for an endpoint that generates nothing", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({})
+      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody("m")), { model: "m", tokens: prompt + 1024 })
+      assert.deepStrictEqual(limiter.cost("/embeddings", { model: "e", input: ["abcd", "abcdefgh"] }), {
+        model: "e",
+        tokens: 3
+      })
+    }))
+
+  it.effect("a request of exactly the token quota fits; one more token never does", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ window: "1 second", limits: { m: { rpm: 10, tpm: 1_000 } } })
+      yield* limiter.acquire(ticket(1_000))
+      const next = yield* Effect.fork(limiter.acquire(ticket(1_000)))
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual((yield* settled(next, "a request of the whole quota")).tokens, 1_000)
+      assert.strictEqual((yield* Effect.flip(limiter.acquire(ticket(1_001))))._tag, "RequestTooLarge")
+    }))
+
+  it.effect("a store that finds the request too large (a shared store with its own limits) fails it", () =>
+    Effect.gen(function*() {
+      const store = memoryStoreWith(() => ({ reserve: () => Effect.succeed({ _tag: "TooLarge" as const }) }))
+      const limiter = yield* Effect.provide(
+        RateLimiter.RateLimiter,
+        limiterOn(store, { limits: { m: { tpm: 1_000 } } })
+      )
+      const error = yield* Effect.flip(limiter.acquire(ticket(10)))
+      assert.strictEqual(error._tag, "RequestTooLarge")
+      assert.strictEqual(error.requested, 10)
+      assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 0)
+    }))
+
+  it.effect("a request that can never fit fails at once, saying what it needs and what the quota allows", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { "big-model": { tpm: 1_000 } } })
+      const error = yield* Effect.flip(limiter.acquire(ticket(1_001, "big-model")))
+      assert.strictEqual(error.model, "big-model")
+      assert.include(error.message, "big-model")
+      assert.include(error.message, "1001 tokens")
+      assert.include(error.message, "the 1000 the quota allows")
+      assert.include(error.message, "max_tokens")
+      assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 0)
+    }))
+})
+
+describe("a settled permit", () => {
+  it.effect("an error answer keeps the slot, gives the tokens back, and the head waiting for tokens goes at once", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ window: "10 seconds", limits: { m: { rpm: 100, tpm: 1_000 } } })
+      const failed = yield* limiter.acquire(ticket(700))
+      const head = yield* Effect.fork(limiter.acquire(ticket(700)))
+      assert.isTrue(yield* stillWaiting(head))
+      yield* failed.refund
+      yield* settled(head, "the head after a refund")
+      const [state] = yield* limiter.snapshot
+      assert.strictEqual(state?.usedRequests, 2)
+      assert.strictEqual(state?.usedTokens, 700)
+    }))
+
+  it.effect("a request the server never counted gives its slot and its tokens back, and the head goes at once", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ window: "10 seconds", limits: { m: { rpm: 1, tpm: 1_000 } } })
+      const refused = yield* limiter.acquire(ticket(700))
+      const head = yield* Effect.fork(limiter.acquire(ticket(700)))
+      assert.isTrue(yield* stillWaiting(head))
+      yield* refused.cancel
+      yield* settled(head, "the head after a cancel")
+      const [state] = yield* limiter.snapshot
+      assert.strictEqual(state?.usedRequests, 1)
+      assert.strictEqual(state?.usedTokens, 700)
+      assert.strictEqual(yield* TestClock.currentTimeMillis, 0)
+    }))
+
+  it.effect("a usage equal to the reservation changes nothing, in either mode", () =>
+    Effect.gen(function*() {
+      for (const reconcile of ["keep", "actual"] as const) {
+        const limiter = yield* limiterWith({ reconcile, limits: { m: { rpm: 100, tpm: 1_000 } } })
+        const permit = yield* limiter.acquire(ticket(300))
+        yield* permit.reconcile(300)
+        assert.strictEqual((yield* limiter.snapshot)[0]?.usedTokens, 300, reconcile)
+      }
+    }))
+
+  it.effect("observers see a usage above the reservation as soon as it is counted", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 1_000 } } })
+      const permit = yield* limiter.acquire(ticket(300))
+      yield* permit.reconcile(450)
+      const latest = yield* Stream.runHead(limiter.changes)
+      assert.strictEqual(latest._tag === "Some" ? latest.value[0]?.usedTokens : undefined, 450)
+    }))
+})
+
+describe("what observers and metrics see", () => {
+  it.effect("changes: one state per bucket, each updated in place after every change", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { a: { rpm: 5, tpm: 1_000 }, b: { rpm: 7, tpm: 1_000 } } })
+      const seen: Array<ReadonlyArray<RateLimiter.BucketState>> = []
+      const observer = yield* Effect.fork(
+        Stream.runForEach(limiter.changes, (states) => Effect.sync(() => seen.push(states)))
+      )
+      yield* runReady
+      yield* limiter.acquire(ticket(10, "a"))
+      yield* limiter.acquire(ticket(20, "b"))
+      yield* limiter.acquire({ ...ticket(40, "a"), key: "key#2" })
+      yield* limiter.acquire(ticket(30, "a"))
+      yield* runReady
+      yield* Fiber.interrupt(observer)
+      const last = seen[seen.length - 1]!
+      assert.deepStrictEqual(last.map((s) => [s.key, s.model, s.limitRequests, s.usedRequests, s.usedTokens]), [
+        ["key#1", "a", 5, 2, 40],
+        ["key#1", "b", 7, 1, 20],
+        ["key#2", "a", 5, 1, 40]
+      ])
+      assert.deepStrictEqual(yield* limiter.snapshot, last)
+    }))
+
+  it.effect("the wait a request spent, in line behind others and at the head, is counted from its arrival", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ window: "1 second", limits: { m: { rpm: 1, tpm: 1_000 } } })
+      const waitedBefore = yield* count(ClientMetrics.limiterWaitMillis)
+      const reservedBefore = yield* count(ClientMetrics.limiterTokensReserved)
+      const admittedBefore = yield* count(ClientMetrics.limiterAdmitted)
+      yield* limiter.acquire(ticket(5))
+      const second = yield* Effect.fork(limiter.acquire(ticket(6)))
+      yield* runReady
+      const third = yield* Effect.fork(limiter.acquire(ticket(7)))
+      yield* runReady
+      // the second goes at 1 s, the third, in line since 0, at 2 s
+      yield* TestClock.adjust("1 second")
+      yield* settled(second, "the second")
+      yield* TestClock.adjust("1 second")
+      yield* settled(third, "the third")
+      assert.strictEqual((yield* count(ClientMetrics.limiterWaitMillis)) - waitedBefore, 3_000)
+      assert.strictEqual((yield* count(ClientMetrics.limiterTokensReserved)) - reservedBefore, 18)
+      assert.strictEqual((yield* count(ClientMetrics.limiterAdmitted)) - admittedBefore, 3)
+    }))
+
+  it.effect("a store that fails to tell the state to observers does not cost a caller its permit", () =>
+    Effect.gen(function*() {
+      let broken = false
+      const store = memoryStoreWith((inner) => ({
+        reserve: (...args) => Effect.tap(inner.reserve(...args), () => Effect.sync(() => (broken = true))),
+        usage: (...args) => broken ? Effect.dieMessage("the store's read failed") : inner.usage(...args)
+      }))
+      const limiter = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(store, { limits: { m: { rpm: 5 } } }))
+      const permit = yield* limiter.acquire(ticket(10))
+      assert.strictEqual(permit.tokens, 10)
+    }))
+})
+
+describe("the line", () => {
+  it.effect("thousands of callers, some giving up, are served in arrival order", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 1_000_000, tpm: 1_000_000_000 } } })
+      // the bucket is closed for a second: everyone lines up behind the head
+      yield* limiter.learn("key#1", "m", new RateLimitInfo({ observedAt: 0 }), 429)
+      const order: Array<number> = []
+      const callers = 2_200
+      const fibers: Array<Fiber.RuntimeFiber<number, unknown>> = []
+      for (let i = 0; i < callers; i++) {
+        fibers.push(yield* Effect.fork(Effect.zipRight(limiter.acquire(ticket(1)), Effect.sync(() => order.push(i)))))
+      }
+      yield* runReady
+      const gaveUp = new Set(Array.from({ length: callers }, (_, i) => i).filter((i) => i % 7 === 3 || i === 1))
+      yield* Effect.forEach([...gaveUp], (i) => Fiber.interrupt(fibers[i]!), { discard: true })
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.await(fibers[callers - 1]!)
+      assert.deepStrictEqual(order, Array.from({ length: callers }, (_, i) => i).filter((i) => !gaveUp.has(i)))
+      assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 0)
+    }))
+})
+
+describe("the layers", () => {
+  it.effect("layerDisabled: requests go at once, nothing is counted or estimated", () =>
+    Effect.gen(function*() {
+      const limiter = yield* Effect.provide(RateLimiter.RateLimiter, RateLimiter.layerDisabled)
+      assert.isFalse(limiter.enabled)
+      assert.isFalse(limiter.queueRouting)
+      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody("m")), { model: undefined, tokens: 0 })
+      for (let i = 0; i < 100; i++) {
+        const permit = yield* limiter.acquire(ticket(1_000_000))
+        assert.strictEqual(permit.tokens, 0)
+        yield* permit.reconcile(10)
+        yield* permit.answered
+        yield* permit.refund
+        yield* permit.cancel
+      }
+      assert.isFalse(yield* limiter.wouldWait(ticket()))
+      yield* limiter.learn("key#1", "m", new RateLimitInfo({ observedAt: 0 }), 429)
+      yield* limiter.learnModels(models([{ id: "m", meta_data: { max_output_length: 5 } }]))
+      assert.deepStrictEqual(yield* limiter.snapshot, [])
+      assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Stream.runCollect(limiter.changes)), [[]])
+    }))
+
+  it.effect("the presets: basic by default, the tier of the configuration with layerFromClientConfig", () =>
+    Effect.gen(function*() {
+      const limits = (layer: Layer.Layer<RateLimiter.RateLimiter>) =>
+        Effect.gen(function*() {
+          const limiter = yield* Effect.provide(RateLimiter.RateLimiter, layer)
+          assert.isTrue(limiter.enabled)
+          yield* limiter.acquire(ticket())
+          const [state] = yield* limiter.snapshot
+          return [state?.limitRequests, state?.limitTokens, state?.marginMs]
+        })
+      assert.deepStrictEqual(yield* limits(RateLimiter.layer()), [20, 18_750, 200])
+      assert.deepStrictEqual(yield* limits(RateLimiter.layer({ tier: "standard4000" })), [600, 150_000, 200])
+      assert.deepStrictEqual(
+        yield* limits(RateLimiter.layer({ tier: "standard4000", limits: { m: { rpm: 7 } } })),
+        [7, 150_000, 200]
+      )
+      assert.deepStrictEqual(
+        yield* limits(
+          RateLimiter.layerFromClientConfig({ margin: "1 second" }).pipe(
+            Layer.provide(ClientConfig.layer({ apiKey: "gen-test", tier: "standard4000" }))
+          )
+        ),
+        [600, 150_000, 1_000]
+      )
+      const routing = yield* Effect.provide(RateLimiter.RateLimiter, RateLimiter.layer({ queueRouting: true }))
+      assert.isTrue(routing.queueRouting)
+      assert.isFalse((yield* Effect.provide(RateLimiter.RateLimiter, RateLimiter.layer())).queueRouting)
+    }))
+})
