@@ -1,0 +1,64 @@
+/**
+ * The transport with a rate limiter the test can read, on a platform client of the test's making: the fixture of
+ * the tests of what the request path leaves in the limiter and of its time limits.
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ClientConfig from "../../src/layers/ClientConfig.js"
+import * as InferenceHttp from "../../src/layers/InferenceHttp.js"
+import * as LimiterStore from "../../src/layers/LimiterStore.js"
+import * as RateLimiter from "../../src/layers/RateLimiter.js"
+import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
+import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
+import { limiterOn } from "../helpers/stores.js"
+
+/** The body of the chat request the tests send (model `m`). */
+export const chatBody = { model: "m", messages: [{ role: "user", content: "hello there" }], max_tokens: 100 }
+
+/** A chat request for model `m`. */
+export const chat = () => HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson(chatBody))
+
+/** What `stack` takes. */
+export interface StackOptions {
+  /** Retries of the default policy (0 by default; back-off 0, no 429 jitter). */
+  readonly retries?: number | undefined
+  readonly store?: Layer.Layer<LimiterStore.LimiterStore> | undefined
+  /** Limiter options over generous limits for `m` and no margin. */
+  readonly limiter?: RateLimiter.Options | undefined
+  readonly config?: Partial<ClientConfig.Options> | undefined
+}
+
+/** The transport on `client` with a limiter that the test can read (the same one). */
+export const stack = (
+  client: HttpClient.HttpClient,
+  options: StackOptions = {}
+): Layer.Layer<InferenceHttpClient | RateLimiter.RateLimiter> => {
+  const limiter = limiterOn(options.store ?? LimiterStore.layerMemory, {
+    margin: 0,
+    limits: { m: { rpm: 1000, tpm: 1_000_000 } },
+    ...options.limiter
+  })
+  return Layer.merge(
+    Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
+      Layer.succeed(HttpClient.HttpClient, client),
+      ClientConfig.layer({ apiKey: "test-key", baseUrl: "http://aifs.test/v2", ...options.config }),
+      RetryPolicy.layer({ maxRetries: options.retries ?? 0, baseDelay: 0, rateLimitJitter: 0 }),
+      limiter
+    ))),
+    limiter
+  )
+}
+
+/** What the limiter counts for model `m` now, and what one chat request reserves. */
+export const counted = Effect.gen(function*() {
+  const limiter = yield* RateLimiter.RateLimiter
+  const state = (yield* limiter.snapshot).find((s) => s.model === "m")
+  return {
+    requests: state?.usedRequests ?? 0,
+    tokens: state?.usedTokens ?? 0,
+    waiting: state?.waiting ?? 0,
+    reserved: limiter.cost("/chat/completions", chatBody).tokens
+  }
+})
