@@ -6,13 +6,16 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
+import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
 import * as Testing from "../../src/layers/Testing.js"
 import {
@@ -429,4 +432,122 @@ describe("RetryPolicy through the transport (TestClock)", () => {
       assert.instanceOf(yield* Fiber.join(fiber), ServerError)
       assert.strictEqual(yield* rec.count, 1)
     }), 10_000)
+})
+
+describe("what the retries show in ClientMetrics", () => {
+  const value = (counter: Metric.Metric.Counter<number>) => Effect.map(Metric.value(counter), (state) => state.count)
+  const snapshot = Effect.all({
+    retries: value(ClientMetrics.retries),
+    waited: value(ClientMetrics.retryWaitMillis),
+    limited: value(ClientMetrics.rateLimited),
+    ok: value(ClientMetrics.requests.pipe(Metric.tagged("status", "200"))),
+    unavailable: value(ClientMetrics.requests.pipe(Metric.tagged("status", "503"))),
+    tooMany: value(ClientMetrics.requests.pipe(Metric.tagged("status", "429")))
+  })
+  const delta = (before: typeof snapshot extends Effect.Effect<infer A> ? A : never) =>
+    Effect.map(
+      snapshot,
+      (after) =>
+        Object.fromEntries(
+          Object.entries(after).map(([name, count]) => [name, count - before[name as keyof typeof before]])
+        )
+    )
+
+  it.effect(
+    "each retry and the time it waited are counted, the final give-up is not a retry; attempts by status",
+    () =>
+      Effect.gen(function*() {
+        const before = yield* snapshot
+        const rec = yield* sequence(
+          { status: 503 },
+          { status: 429, headers: { "retry-after": "3" } },
+          { status: 503 },
+          { status: 503 }
+        )
+        const layer = Testing.layerHttp(rec.handler, { retry: { maxRetries: 3, rateLimitJitter: 0 } })
+        const fiber = yield* Effect.fork(
+          Effect.flip(listModels.pipe(Effect.provide(layer), Effect.withRandom(Random.fixed([0]))))
+        )
+        yield* TestClock.adjust("1 minute")
+        assert.instanceOf(yield* Fiber.join(fiber), ServerError)
+        assert.strictEqual(yield* rec.count, 4)
+        // waits: 250 ms (first back-off), 3 s (the server's), 1 s (third back-off, random 0); then it gives up
+        assert.deepStrictEqual(yield* delta(before), {
+          retries: 3,
+          waited: 4_250,
+          limited: 1,
+          ok: 0,
+          unavailable: 3,
+          tooMany: 1
+        })
+        const again = yield* snapshot
+        yield* listModels.pipe(Effect.provide(Testing.layerHttp(() => ok)))
+        assert.deepStrictEqual(yield* delta(again), {
+          retries: 0,
+          waited: 0,
+          limited: 0,
+          ok: 1,
+          unavailable: 0,
+          tooMany: 0
+        })
+      }),
+    10_000
+  )
+})
+
+describe("a 429 through the transport, for any wait the server asks", () => {
+  it.effect(
+    "the retry goes exactly when the server said (retry-after, retry-after-ms or a reset header), not earlier",
+    () =>
+      Effect.gen(function*() {
+        const waits = FastCheck.sample(FastCheck.integer({ min: 1, max: 110_000 }), 12)
+        for (const [i, waitMs] of [1, 119_999, 120_000, ...waits].entries()) {
+          const seconds = Math.ceil(waitMs / 1_000)
+          const headers = [
+            { "retry-after-ms": String(waitMs) },
+            { "retry-after": String(seconds) },
+            { "x-ratelimit-reset-tokens": `${waitMs}ms` }
+          ][i % 3]!
+          const expected = "retry-after" in headers ? seconds * 1_000 : waitMs
+          const rec = yield* sequence({ status: 429, headers, body: { detail: "slow down" } }, ok)
+          const fiber = yield* Effect.fork(listModels.pipe(Effect.provide(Testing.layerHttp(rec.handler, exact))))
+          yield* Queue.take(rec.calls)
+          yield* TestClock.adjust(expected - 1)
+          assert.strictEqual(yield* rec.count, 1, `${JSON.stringify(headers)}: retried before ${expected} ms`)
+          yield* TestClock.adjust(1)
+          yield* Queue.take(rec.calls)
+          yield* Fiber.join(fiber)
+        }
+      }),
+    20_000
+  )
+
+  it.effect(
+    "a wait longer than what is left of the budget fails at once with the RateLimited that asked for it",
+    () =>
+      Effect.gen(function*() {
+        const cases = FastCheck.sample(
+          FastCheck.record({
+            budget: FastCheck.integer({ min: 1, max: 300 }),
+            over: FastCheck.integer({ min: 1, max: 3_600 })
+          }),
+          12
+        )
+        for (const { budget, over } of [{ budget: 10, over: 1 }, ...cases]) {
+          const asked = budget + over
+          const rec = yield* sequence({
+            status: 429,
+            headers: { "retry-after": String(asked) },
+            body: { detail: "wait" }
+          })
+          const layer = Testing.layerHttp(rec.handler, { retry: { budget: `${budget} seconds`, rateLimitJitter: 0 } })
+          // no clock adjustment: a sleep would never end
+          const error = yield* Effect.flip(listModels.pipe(Effect.provide(layer)))
+          assert.instanceOf(error, RateLimited)
+          assert.strictEqual(Duration.toMillis((error as RateLimited).retryAfter!), asked * 1_000)
+          assert.strictEqual(yield* rec.count, 1)
+        }
+      }),
+    20_000
+  )
 })

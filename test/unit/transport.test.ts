@@ -1,17 +1,42 @@
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Inspectable from "effect/Inspectable"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
+import * as Tracer from "effect/Tracer"
+import * as ClientConfig from "../../src/layers/ClientConfig.js"
+import * as InferenceHttp from "../../src/layers/InferenceHttp.js"
+import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
 import * as Testing from "../../src/layers/Testing.js"
-import type { DecodeError } from "../../src/schemas/Errors.js"
+import { ChatCompletionChunk } from "../../src/schemas/Chat.js"
+import type { ApiError, DecodeError } from "../../src/schemas/Errors.js"
 import { ModelList } from "../../src/schemas/Models.js"
 import * as Chat from "../../src/services/Chat.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
 import * as Models from "../../src/services/Models.js"
 import { chatCompletionBody, defaultChatParams, listModels, modelListBody, recorder, sequence } from "./helpers.js"
+
+const jsonCall = (client: InferenceHttpClient.Service) =>
+  client.json(HttpClientRequest.get("/models"), ModelList, { span: { name: "Models.list", operation: "list" } })
+const textCall = (client: InferenceHttpClient.Service) => client.text(HttpClientRequest.get("/files/f/content"))
+const streamCall = (client: InferenceHttpClient.Service) =>
+  Stream.runDrain(
+    client.jsonStream(HttpClientRequest.post("/chat/completions"), ChatCompletionChunk, {
+      span: { name: "Chat.createStream", operation: "chat" }
+    })
+  )
 
 const http = <A, E>(f: (client: InferenceHttpClient.Service) => Effect.Effect<A, E>) =>
   Effect.flatMap(InferenceHttpClient, f)
@@ -157,4 +182,111 @@ describe("InferenceHttpClient (scripted transport)", () => {
       )
       assert.strictEqual(version, "1.0.0")
     }))
+})
+
+describe("the key never shows (an echoing server, every failure path)", () => {
+  const key = "gen-SECRETCANARY0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ".slice(0, 52)
+  // not key-shaped: only the configured secret tells the transport to hide it
+  const password = "pass-CANARY-42"
+
+  /** A raw client answering `respond`, which sees the request's authorization header to echo it back. */
+  const echoing = (respond: (authorization: string) => Response | Error) =>
+    HttpClient.make((request) => {
+      const answer = respond(request.headers["authorization"] ?? "")
+      return answer instanceof Error
+        ? Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause: answer }))
+        : Effect.succeed(HttpClientResponse.fromWeb(request, answer))
+    })
+
+  const html = (text: string) => new Response(text, { status: 200, headers: { "content-type": "text/html" } })
+  const sse = (lines: string) => new Response(lines, { headers: { "content-type": "text/event-stream" } })
+
+  const cases: ReadonlyArray<
+    readonly [
+      string,
+      (auth: string) => Response | Error,
+      (http: InferenceHttpClient.Service) => Effect.Effect<unknown, ApiError>
+    ]
+  > = [
+    [
+      "a 401 whose detail echoes the header",
+      (auth) => Response.json({ detail: `bad ${auth}` }, { status: 401 }),
+      jsonCall
+    ],
+    ["a 500 HTML page", (auth) => new Response(`<title>${auth}</title>`, { status: 500 }), jsonCall],
+    ["a 200 that is not JSON", (auth) => html(`oops ${auth}`), jsonCall],
+    ["a 200 that does not match its schema", (auth) => Response.json({ object: auth, data: auth }), jsonCall],
+    ["a text body on a failed request", (auth) => new Response(`denied: ${auth}`, { status: 403 }), textCall],
+    ["a stream answered with a page", (auth) => html(`<p>${auth}</p>`), streamCall],
+    [
+      "a stream whose content type echoes it",
+      (auth) => new Response("x", { headers: { "content-type": `text/html; charset=${auth}` } }),
+      streamCall
+    ],
+    ["an error event with JSON", (auth) => sse(`data: {"error":{"message":"bad ${auth}"}}\n\n`), streamCall],
+    ["an error event in plain text", (auth) => sse(`event: error\ndata: bad ${auth}\n\n`), streamCall],
+    ["a chunk that does not decode", (auth) => sse(`data: {"choices": "${auth}"}\n\n`), streamCall],
+    ["a connection failure whose message holds it", (auth) => new Error(`socket closed after ${auth}`), jsonCall]
+  ]
+
+  for (const secret of [key, password]) {
+    for (const [name, respond, call] of cases) {
+      it.effect(`${name} (${secret === key ? "a key" : "another secret"}): not in the error, its logs or its spans`, () => {
+        const logs: Array<string> = []
+        const spans: Array<Tracer.Span> = []
+        const logger = Logger.make(({ cause, message }) => {
+          logs.push(`${Inspectable.format(message)} ${Cause.pretty(cause)}`)
+        })
+        return Effect.gen(function*() {
+          const tracer = yield* Effect.tracer
+          const recording = Tracer.make({
+            span: (...args) => {
+              const span = tracer.span(...args)
+              spans.push(span)
+              return span
+            },
+            context: tracer.context
+          })
+          const http = yield* InferenceHttpClient
+          const exit = yield* Effect.exit(call(http)).pipe(
+            Effect.withTracer(recording),
+            Logger.withMinimumLogLevel(LogLevel.All)
+          )
+          assert.isTrue(Exit.isFailure(exit))
+          if (Exit.isSuccess(exit)) return
+          const error = Option.getOrUndefined(Cause.failureOption(exit.cause))
+          const shown = [
+            String(error),
+            error?.message,
+            JSON.stringify(error),
+            Cause.pretty(exit.cause),
+            ...logs,
+            // the library's spans; the platform's http.client span records the response's headers as they came
+            ...spans.filter((span) => !span.name.startsWith("http.client")).flatMap((span) => [
+              span.name,
+              JSON.stringify([...span.attributes]),
+              span.status._tag === "Ended"
+                ? Exit.isFailure(span.status.exit) ? Cause.pretty(span.status.exit.cause) : ""
+                : ""
+            ])
+          ].join("\n")
+          assert.notInclude(shown, secret)
+          assert.notInclude(shown, JSON.stringify(secret).slice(1, -1))
+          // the operation's span was there to be checked
+          assert.isTrue(
+            spans.some((span) => span.name === "Models.list" || span.name === "Chat.createStream") || call === textCall
+          )
+        }).pipe(
+          Effect.provide(Layer.mergeAll(
+            Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
+              Layer.succeed(HttpClient.HttpClient, echoing(respond)),
+              ClientConfig.layer({ apiKey: secret, baseUrl: "http://aifs.test/v2" }),
+              RetryPolicy.layerDisabled
+            ))),
+            Logger.replace(Logger.defaultLogger, logger)
+          ))
+        )
+      })
+    }
+  }
 })
