@@ -79,11 +79,11 @@ export const parseErrorBody = (status: number, body: string): ErrorBody => {
   const fallback = `HTTP ${status}${reasonPhrases[status] ? ` ${reasonPhrases[status]}` : ""}`
   const trimmed = body.trim()
   if (trimmed === "") return { message: fallback }
-  let json: unknown = undefined
+  let json: unknown
   try {
     json = JSON.parse(trimmed)
   } catch {
-    json = undefined
+    // not JSON: HTML or plain text below
   }
   if (json !== undefined) {
     const detail = decodeDetail(json)
@@ -123,16 +123,13 @@ const retryHintGo = /(?:retry after|try again in)\s+((?:\d+(?:\.\d+)?(?:h|ms|m|s
 /** The wait a message asks for: "Please retry after 22 seconds", "Please try again in 6.5s", "in 1m30s". */
 export const retryAfterFromMessage = (message: string): Duration.Duration | undefined => {
   const go = retryHintGo.exec(message)
-  if (go !== null) {
-    const ms = parseGoDurationMillis(go[1]!)
-    if (Option.isSome(ms)) return capped(ms.value)
-  }
+  const goMillis = go === null ? Option.none() : parseGoDurationMillis(go[1]!)
+  if (Option.isSome(goMillis)) return capped(goMillis.value)
   const match = retryHint.exec(message)
   if (match === null) return undefined
-  const n = Number(match[1])
-  const unit = (match[2] ?? "s").toLowerCase()
-  const factor = unit.startsWith("ms") || unit.startsWith("milli") ? 1 : unit.startsWith("m") ? 60_000 : 1000
-  return capped(n * factor)
+  const unit = match[2]?.toLowerCase() ?? "s"
+  const factor = unit.startsWith("s") ? 1000 : unit === "ms" || unit.startsWith("milli") ? 1 : 60_000
+  return capped(Number(match[1]) * factor)
 }
 
 const quotaWords = /insufficient.quota|quota|budget|billing|credit balance|payment required/i
@@ -178,8 +175,6 @@ export const fromResponse = (response: FailedResponse): ApiError => {
     return new RateLimited(retryAfter === undefined ? fields : { ...fields, retryAfter })
   }
   switch (status) {
-    case 400:
-      return new BadRequest(fields)
     case 401:
       return new Unauthorized(fields)
     case 403:
@@ -200,6 +195,7 @@ export const fromResponse = (response: FailedResponse): ApiError => {
     })
   }
   if (status >= 500) return new ServerError(fields)
+  // 400, and the 4xx without a tag of their own (405, 413, 415, ...)
   if (status >= 400) return new BadRequest(fields)
   // 1xx/3xx that the transport did not resolve: the server answered with something we cannot use
   return new DecodeError(definedFields({

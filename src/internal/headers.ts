@@ -10,10 +10,8 @@ import { parseResetMillis, parseSecondsMillis } from "./duration.js"
 
 type HeaderSource = Headers.Headers | Readonly<Record<string, string | undefined>>
 
-const get = (headers: HeaderSource, name: string): string | undefined => {
-  const value = (headers as Record<string, string | undefined>)[name]
-  return typeof value === "string" ? value : undefined
-}
+const get = (headers: HeaderSource, name: string): string | undefined =>
+  (headers as Readonly<Record<string, string | undefined>>)[name]
 
 /** A non-negative integer count; `-1`, fractions, text such as "Dynamic Shared Quota" give `undefined`. */
 export const parseCount = (value: string | undefined): number | undefined => {
@@ -78,6 +76,7 @@ export const parseRateLimitInfo = (headers: HeaderSource, now: number): RateLimi
   }
   const present = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined))
   // every value was parsed above: no need to validate them again
+  // Stryker disable next-line BooleanLiteral: validating the parsed values again gives the same object, only slower
   return new RateLimitInfo({ ...present, observedAt: now }, true)
 }
 

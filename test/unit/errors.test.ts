@@ -1,8 +1,12 @@
+import * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import {
   excerpt,
+  fromHttpClientError,
   fromResponse,
   fromStreamError,
   isQuotaExhausted,
@@ -151,7 +155,52 @@ describe("parseErrorBody", () => {
 
   it("excerpt bounds the text and says how much was dropped", () => {
     assert.strictEqual(excerpt("abc", 5), "abc")
+    assert.strictEqual(excerpt("abcde", 5), "abcde", "exactly the bound is kept whole")
     assert.strictEqual(excerpt("abcdefgh", 5), "abcde... (3 more characters)")
+  })
+
+  it("a validation issue without a location is its message alone", () => {
+    const body = JSON.stringify({ detail: [{ loc: [], msg: "bad input", type: "value_error" }] })
+    assert.strictEqual(parseErrorBody(422, body).message, "bad input")
+  })
+
+  it("an OpenAI-style body with a null code has no code", () => {
+    const parsed = parseErrorBody(500, JSON.stringify({ error: { message: "boom", code: null, type: "server" } }))
+    assert.deepStrictEqual(parsed, { message: "boom", code: undefined, errorType: "server" })
+  })
+
+  it("JSON that is not an object (null, a number) is shown after the status", () => {
+    assert.strictEqual(parseErrorBody(500, "null").message, "HTTP 500 Internal Server Error: null")
+    assert.strictEqual(parseErrorBody(502, "42").message, "HTTP 502 Bad Gateway: 42")
+  })
+
+  it("a blank message or error field does not count as a message", () => {
+    assert.strictEqual(
+      parseErrorBody(500, JSON.stringify({ message: "   " })).message,
+      "HTTP 500 Internal Server Error: {\"message\":\"   \"}"
+    )
+    assert.strictEqual(
+      parseErrorBody(500, JSON.stringify({ error: "  " })).message,
+      "HTTP 500 Internal Server Error: {\"error\":\"  \"}"
+    )
+  })
+
+  it("HTML: the title (whatever its attributes), else the text with tags as spaces, else the status alone", () => {
+    assert.strictEqual(
+      parseErrorBody(503, "<html><head><title lang=\"en\">Sign in</title></head></html>").message,
+      "HTTP 503 Service Unavailable: Sign in"
+    )
+    assert.strictEqual(
+      parseErrorBody(503, "<div class=\"error\"><p>Service</p><p>down</p>").message,
+      "HTTP 503 Service Unavailable: Service down"
+    )
+    assert.strictEqual(parseErrorBody(502, "<p>Upstream gone").message, "HTTP 502 Bad Gateway: Upstream gone")
+    assert.strictEqual(parseErrorBody(503, "<html><body></body></html>").message, "HTTP 503 Service Unavailable")
+  })
+
+  it("text that holds a tag but does not start with one is plain text", () => {
+    assert.strictEqual(parseErrorBody(500, "Oops<b>bad</b>").message, "Oops<b>bad</b>")
+    assert.strictEqual(parseErrorBody(500, "a < b and c > d").message, "a < b and c > d")
   })
 })
 
@@ -163,7 +212,13 @@ describe("retryAfterFromMessage", () => {
     ["Please try again in 7m12s.", 432_000],
     ["Please try again in 250ms", 250],
     ["Retry after 2 minutes", 120_000],
-    ["please retry after 3", 3_000]
+    ["please retry after 3", 3_000],
+    ["retry after 5 ms", 5],
+    ["retry after 5 milliseconds", 5],
+    ["retry after 2 min", 120_000],
+    ["retry after 2 m", 120_000],
+    ["retry after 3 secs", 3_000],
+    ["Try again in 1.5 s", 1_500]
   ])("%j asks for %d ms", (message, expected) => {
     const wait = retryAfterFromMessage(message)
     assert.isDefined(wait)
@@ -298,6 +353,59 @@ describe("fromResponse", () => {
   })
 })
 
+describe("fromHttpClientError", () => {
+  const request = HttpClientRequest.post("http://aifs.test/v2/chat/completions")
+  const endpoint = "POST /v2/chat/completions"
+  const sendError = (reason: "Transport" | "Encode" | "InvalidUrl", cause?: unknown) =>
+    fromHttpClientError(new HttpClientError.RequestError({ request, reason, cause }), endpoint)
+  const withCode = (message: string, code: string) => Object.assign(new Error(message), { code })
+
+  it("a failed connection names the cause, its inner cause and its code, each once", () => {
+    const refused = withCode("connect ECONNREFUSED 127.0.0.1:1", "ECONNREFUSED")
+    const error = sendError("Transport", refused)
+    assert.strictEqual(error._tag, "TransportError")
+    assert.strictEqual(error.message, "connection failed: connect ECONNREFUSED 127.0.0.1:1, ECONNREFUSED")
+    assert.strictEqual(error.endpoint, endpoint)
+    // fetch and undici wrap the socket's error: its message and code come from the inner cause
+    const wrapped = new Error("fetch failed", { cause: withCode("getaddrinfo ENOTFOUND aifs.test", "ENOTFOUND") })
+    assert.strictEqual(
+      sendError("Transport", wrapped).message,
+      "connection failed: fetch failed, getaddrinfo ENOTFOUND aifs.test, ENOTFOUND"
+    )
+    // the same text twice is said once; a code that is not text is left out
+    const same = new Error("socket hang up", { cause: new Error("socket hang up") })
+    assert.strictEqual(sendError("Transport", same).message, "connection failed: socket hang up")
+    assert.strictEqual(
+      sendError("Transport", withCode("reset", 104 as unknown as string)).message,
+      "connection failed: reset"
+    )
+  })
+
+  it("no cause, a cause that is not an Error, or one without text adds nothing", () => {
+    assert.strictEqual(sendError("Transport").message, "connection failed")
+    assert.strictEqual(sendError("Transport", "a string").message, "connection failed")
+    assert.strictEqual(sendError("Transport", new Error("")).message, "connection failed")
+  })
+
+  it("a request that could not be encoded or had a bad URL says so with its reason", () => {
+    assert.strictEqual(sendError("Encode").message, "request could not be sent (Encode)")
+    assert.strictEqual(
+      sendError("InvalidUrl", new Error("bad url")).message,
+      "request could not be sent (InvalidUrl): bad url"
+    )
+  })
+
+  it("a body that could not be read is a TransportError with the reason", () => {
+    const response = HttpClientResponse.fromWeb(request, new Response("x"))
+    const error = fromHttpClientError(
+      new HttpClientError.ResponseError({ request, response, reason: "Decode", cause: new Error("terminated") }),
+      endpoint
+    )
+    assert.strictEqual(error._tag, "TransportError")
+    assert.strictEqual(error.message, "response body could not be read (Decode): terminated")
+  })
+})
+
 describe("fromStreamError", () => {
   const context = { endpoint: "POST /v2/chat/completions", requestId: "req-1", rateLimit: RateLimitInfo.empty(0) }
 
@@ -319,6 +427,14 @@ describe("fromStreamError", () => {
   it("a numeric status code maps as that status", () => {
     assert.strictEqual(fromStreamError({ error: { message: "bad", code: 400 } }, context)._tag, "BadRequest")
     assert.strictEqual(fromStreamError({ error: { message: "down", code: "503" } }, context)._tag, "ServerError")
+  })
+
+  it("a code of more or fewer than three digits is not a status", () => {
+    for (const code of ["5030", "40", "a503", "503a"]) {
+      const error = fromStreamError({ error: { message: "odd", code } }, context)
+      assert.strictEqual(error._tag, "ServerError", code)
+      assert.strictEqual((error as ServerError).status, 500, code)
+    }
   })
 
   it("anything else is a ServerError", () => {

@@ -115,9 +115,12 @@ describe("duration parsing", () => {
     assert.strictEqual(Duration.toMillis(Option.getOrThrow(parsed)), expected)
   })
 
-  it.each(["soon", "", "30 fortnights", "-5s", "seconds"])("user duration %j is rejected", (input) => {
-    assert.isTrue(Option.isNone(parseDurationInput(input)))
-  })
+  it.each(["soon", "", "30 fortnights", "-5s", "seconds", "30 secondsx", "x30 seconds"])(
+    "user duration %j is rejected",
+    (input) => {
+      assert.isTrue(Option.isNone(parseDurationInput(input)))
+    }
+  )
 })
 
 describe("parseCount", () => {
@@ -130,7 +133,7 @@ describe("parseCount", () => {
     assert.strictEqual(parseCount(input), expected)
   })
 
-  it.each([["Dynamic Shared Quota"], ["-1"], ["1.5"], [""], ["12abc"], ["99999999999999999999"]])(
+  it.each([["Dynamic Shared Quota"], ["-1"], ["1.5"], [""], ["12abc"], ["99999999999999999999"], ["1e3"], ["0x10"]])(
     "%j is undefined",
     (input) => {
       assert.strictEqual(parseCount(input), undefined)
@@ -156,6 +159,14 @@ describe("parseRetryAfter", () => {
 
   it("falls back to retry-after when retry-after-ms is malformed", () => {
     assert.strictEqual(millis(parseRetryAfter("soon", "20", now)), 20_000)
+    for (const malformed of ["12abc", "x12", "1.5.2", "-5"]) {
+      assert.strictEqual(millis(parseRetryAfter(malformed, "3", now)), 3_000, malformed)
+    }
+  })
+
+  it("retry-after-ms may carry decimals and spaces", () => {
+    assert.strictEqual(millis(parseRetryAfter("1.25", "20", now)), 1.25)
+    assert.strictEqual(millis(parseRetryAfter(" 1500 ", "20", now)), 1_500)
   })
 
   it("reads an HTTP date relative to now", () => {
@@ -168,9 +179,13 @@ describe("parseRetryAfter", () => {
     assert.strictEqual(millis(parseRetryAfter(undefined, "Wed, 15 Jan 2025 11:00:00 GMT", now)), 0)
   })
 
-  it.each(["-1", "soon", "", "Not a date at all", "3s"])("%j is ignored", (input) => {
-    assert.strictEqual(parseRetryAfter(undefined, input, now), undefined)
-  })
+  // only an HTTP date (with a day or month name) is read as a date: not ISO dates or numbers with units
+  it.each(["-1", "soon", "", "Not a date at all", "3s", "2030-01-01", "2030-01-01T00:00:00Z"])(
+    "%j is ignored",
+    (input) => {
+      assert.strictEqual(parseRetryAfter(undefined, input, now), undefined)
+    }
+  )
 
   it("missing headers give undefined", () => {
     assert.strictEqual(parseRetryAfter(undefined, undefined, now), undefined)

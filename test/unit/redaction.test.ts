@@ -8,7 +8,7 @@ import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { inspect } from "node:util"
-import { makeRedactor } from "../../src/internal/redact.js"
+import { fingerprint, makeRedactor } from "../../src/internal/redact.js"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
 import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
 import * as Testing from "../../src/layers/Testing.js"
@@ -51,6 +51,29 @@ describe("makeRedactor", () => {
 
   it("ignores secrets too short to redact safely", () => {
     assert.strictEqual(makeRedactor([Redacted.make("a")])("a banana"), "a banana")
+  })
+
+  it("replaces a secret echoed in JSON with <, > and & escaped (Go's encoder) or non-ASCII escaped (Python's)", () => {
+    const secret = "pa<ss>&wörd"
+    const redactSecret = makeRedactor([Redacted.make(secret)])
+    for (
+      const echoed of [
+        secret,
+        "pa\\u003css\\u003e\\u0026wörd",
+        "pa<ss>&w\\u00f6rd"
+      ]
+    ) {
+      assert.strictEqual(redactSecret(`{"detail":"bad key ${echoed}"}`), `{"detail":"bad key <redacted>"}`, echoed)
+    }
+  })
+})
+
+describe("fingerprint", () => {
+  it("is FNV-1a of the key in 8 hex digits, zeros kept: stable, short, and never the key", () => {
+    assert.strictEqual(fingerprint(Redacted.make("hello")), "key#4f9f2cab")
+    assert.strictEqual(fingerprint(Redacted.make("k120")), "key#0493fd3b")
+    assert.strictEqual(fingerprint(Redacted.make("")), "key#811c9dc5")
+    assert.notStrictEqual(fingerprint(Redacted.make(keyShaped)), fingerprint(Redacted.make(`${keyShaped}x`)))
   })
 })
 
