@@ -104,6 +104,24 @@ describe("usage the server reports", () => {
       assert.strictEqual(later.usedTokens, 100)
     }))
 
+  it.effect("a server that counts no more than this process sent adds nothing", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({
+        window: "10 seconds",
+        margin: "200 millis",
+        limits: { m: { rpm: 10, tpm: 1_000 } }
+      })
+      const limits = { limitRequests: 10, limitTokens: 1_000, resetRequests: Duration.millis(0) }
+      yield* learnFrom(limiter, { ...limits, remainingRequests: 10, remainingTokens: 1_000 })
+      const empty = yield* bucket(limiter)
+      assert.deepStrictEqual([empty.usedRequests, empty.usedTokens, empty.nextResetMs], [0, 0, 0])
+      yield* TestClock.adjust("1 second")
+      yield* limiter.acquire(ticket(100))
+      yield* learnFrom(limiter, { ...limits, remainingRequests: 9, remainingTokens: 900 })
+      const state = yield* bucket(limiter)
+      assert.deepStrictEqual([state.usedRequests, state.usedTokens, state.nextResetMs], [1, 100, 10_200])
+    }))
+
   it.effect("remaining counts without the limit they belong to, or a limit without its remaining, count nothing", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 10, tpm: 1_000 } } })
@@ -172,6 +190,25 @@ describe("a 429 the limiter did not predict", () => {
       yield* TestClock.adjust("3 seconds")
       yield* learnFrom(limiter, { retryAfter: Duration.millis(10) }, 429)
       assert.strictEqual((yield* bucket(limiter)).marginMs, 350)
+    }))
+
+  it.effect("a widened margin narrows by one step per calm window, every window, after the first", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({
+        window: "1 second",
+        margin: "100 millis",
+        limits: { m: { rpm: 100, tpm: 100_000 } }
+      })
+      for (let i = 0; i < 4; i++) {
+        yield* learnFrom(limiter, { retryAfter: Duration.millis(10) }, 429)
+        yield* TestClock.adjust("1 second")
+      }
+      const margins: Array<number> = []
+      for (let i = 0; i < 6; i++) {
+        margins.push((yield* bucket(limiter)).marginMs)
+        yield* TestClock.adjust("1 second")
+      }
+      assert.deepStrictEqual(margins, [1_100, 850, 600, 350, 100, 100])
     }))
 
   it.effect("a narrowed margin counts at once for wouldWait, without anything else asking first", () =>

@@ -3,11 +3,18 @@
  * gives back and whom that wakes, what observers and metrics see, the long line, and the layers.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as Scheduler from "effect/Scheduler"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
@@ -164,6 +171,7 @@ describe("what observers and metrics see", () => {
         Stream.runForEach(limiter.changes, (states) => Effect.sync(() => seen.push(states)))
       )
       yield* runReady
+      assert.deepStrictEqual(seen, [[]], "no bucket before the first request")
       yield* limiter.acquire(ticket(10, "a"))
       yield* limiter.acquire(ticket(20, "b"))
       yield* limiter.acquire({ ...ticket(40, "a"), key: "key#2" })
@@ -208,12 +216,77 @@ describe("what observers and metrics see", () => {
         usage: (...args) => broken ? Effect.dieMessage("the store's read failed") : inner.usage(...args)
       }))
       const limiter = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(store, { limits: { m: { rpm: 5 } } }))
-      const permit = yield* limiter.acquire(ticket(10))
+      const logs: Array<{ readonly level: string; readonly message: unknown; readonly cause: string }> = []
+      const recording = Logger.make(({ cause, logLevel, message }) =>
+        logs.push({ level: logLevel.label, message, cause: Cause.pretty(cause) })
+      )
+      const permit = yield* limiter.acquire(ticket(10)).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, recording)),
+        Logger.withMinimumLogLevel(LogLevel.Debug)
+      )
       assert.strictEqual(permit.tokens, 10)
+      // the failure is not lost: it is logged for whoever debugs the store
+      assert.strictEqual(logs.length, 1)
+      assert.strictEqual(logs[0]?.level, "DEBUG")
+      assert.deepStrictEqual(logs[0]?.message, ["aifs: limiter state"])
+      assert.include(logs[0]?.cause, "the store's read failed")
     }))
 })
 
+/** A scheduler that has its fiber yield once, at its `k`-th step, and otherwise runs it as the default one does. */
+const yieldingOnceAt = (k: number): Scheduler.Scheduler => {
+  let steps = 0
+  return {
+    shouldYield: () => ++steps === k ? 0 : false,
+    scheduleTask: (task, priority, fiber) => Scheduler.defaultScheduler.scheduleTask(task, priority, fiber)
+  }
+}
+
 describe("the line", () => {
+  it.effect("a caller that arrives as the turn is handed on is never stranded, wherever its fiber pauses", () =>
+    Effect.gen(function*() {
+      // at every step of the newcomer's arrival, a pause in which the head finishes and hands the turn on
+      const stranded: Array<number> = []
+      for (let k = 1; k <= 60; k++) {
+        const gate = yield* Deferred.make<void>()
+        let held = true
+        const store = memoryStoreWith((inner) => ({
+          reserve: (...args) => {
+            const answer = inner.reserve(...args)
+            if (!held) return answer
+            held = false
+            return Effect.zipRight(Deferred.await(gate), answer)
+          }
+        }))
+        const limiter = yield* Effect.provide(
+          RateLimiter.RateLimiter,
+          limiterOn(store, { limits: { m: { rpm: 100, tpm: 1_000 } } })
+        )
+        // the head waits on the store; the newcomer queues behind it while the store answers
+        const head = yield* Effect.fork(limiter.acquire(ticket()))
+        yield* runReady
+        const newcomer = yield* Effect.fork(Effect.withScheduler(limiter.acquire(ticket()), yieldingOnceAt(k)))
+        yield* Deferred.succeed(gate, undefined)
+        yield* runReady
+        const exits = [yield* Fiber.poll(head), yield* Fiber.poll(newcomer)]
+        if (!exits.every((exit) => Option.isSome(exit) && Exit.isSuccess(exit.value))) stranded.push(k)
+        yield* Fiber.interrupt(newcomer)
+      }
+      assert.deepStrictEqual(stranded, [])
+    }))
+
+  it.effect("a request that can never fit fails at once, also while others wait in line", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ window: "10 seconds", limits: { m: { rpm: 1, tpm: 1_000 } } })
+      yield* limiter.acquire(ticket())
+      const head = yield* Effect.fork(limiter.acquire(ticket()))
+      assert.isTrue(yield* stillWaiting(head))
+      const tooLarge = yield* Effect.fork(limiter.acquire(ticket(1_001)))
+      const error = yield* Effect.flip(settled(tooLarge, "a request larger than the quota"))
+      assert.strictEqual(error._tag, "RequestTooLarge")
+      assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 1)
+    }))
+
   it.effect("thousands of callers, some giving up, are served in arrival order", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 1_000_000, tpm: 1_000_000_000 } } })
