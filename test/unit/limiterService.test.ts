@@ -142,12 +142,20 @@ describe("a settled permit", () => {
       assert.strictEqual(yield* TestClock.currentTimeMillis, 0)
     }))
 
-  it.effect("a usage equal to the reservation changes nothing, in either mode", () =>
+  it.effect("a usage equal to the reservation changes nothing, in either mode: observers see no new state", () =>
     Effect.gen(function*() {
       for (const reconcile of ["keep", "actual"] as const) {
         const limiter = yield* limiterWith({ reconcile, limits: { m: { rpm: 100, tpm: 1_000 } } })
         const permit = yield* limiter.acquire(ticket(300))
+        const seen: Array<ReadonlyArray<RateLimiter.BucketState>> = []
+        const observer = yield* Effect.fork(
+          Stream.runForEach(limiter.changes, (states) => Effect.sync(() => seen.push(states)))
+        )
+        yield* runReady
         yield* permit.reconcile(300)
+        yield* runReady
+        yield* Fiber.interrupt(observer)
+        assert.strictEqual(seen.length, 1, `${reconcile}: only the state as it was`)
         assert.strictEqual((yield* limiter.snapshot)[0]?.usedTokens, 300, reconcile)
       }
     }))
@@ -193,6 +201,8 @@ describe("what observers and metrics see", () => {
       const waitedBefore = yield* count(ClientMetrics.limiterWaitMillis)
       const reservedBefore = yield* count(ClientMetrics.limiterTokensReserved)
       const admittedBefore = yield* count(ClientMetrics.limiterAdmitted)
+      // the clock does not start at zero: the wait is a difference of times
+      yield* TestClock.adjust("5 seconds")
       yield* limiter.acquire(ticket(5))
       const second = yield* Effect.fork(limiter.acquire(ticket(6)))
       yield* runReady
