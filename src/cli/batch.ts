@@ -16,6 +16,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
@@ -35,21 +36,33 @@ export const resumeFrom = (path: string): Set<string> => {
   const text = fs.readFileSync(path, "utf8")
   const end = text.lastIndexOf("\n") + 1
   if (end < text.length) fs.truncateSync(path, Buffer.byteLength(text.slice(0, end)))
+  // a whole but unreadable line cannot come from this tool; it is left in place and not counted
   for (const line of text.slice(0, end).split("\n")) {
-    if (line.trim() === "") continue
-    try {
-      const id = (JSON.parse(line) as { custom_id?: unknown }).custom_id
-      if (typeof id === "string") done.add(id)
-    } catch {
-      // a whole but unreadable line cannot come from this tool; it is left in place and not counted
-    }
+    const id = customIdOf(line)
+    if (id !== "") done.add(id)
   }
   return done
 }
 
-const countLines = (path: string): number => {
+/** The `custom_id` of a line, "" when it has none (never a valid one: a batch line needs a non-empty id). */
+const customIdOf = (line: string): string => {
+  try {
+    const id = (JSON.parse(line) as { custom_id?: unknown } | null)?.custom_id
+    return typeof id === "string" ? id : ""
+  } catch {
+    return ""
+  }
+}
+
+/**
+ * How many input lines a run will send: those not blank and not done before. A bad line among them is taken off
+ * when it is read (`report`), by the same rule, so that the count ends exact and never below the lines finished.
+ */
+const countToRun = (path: string, done: ReadonlySet<string>): number => {
   let count = 0
-  for (const line of fs.readFileSync(path, "utf8").split("\n")) if (line.trim() !== "") count++
+  for (const line of fs.readFileSync(path, "utf8").split("\n")) {
+    if (line.trim() !== "" && !done.has(customIdOf(line))) count++
+  }
   return count
 }
 
@@ -69,22 +82,24 @@ interface Progress {
 
 const formatEta = (seconds: number): string => {
   if (!Number.isFinite(seconds)) return "--:--"
-  const s = Math.max(0, Math.round(seconds))
+  const s = Math.round(seconds)
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`
 }
 
 const render = (p: Progress, now: number, tty: boolean): string => {
   const elapsed = Math.max(1, now - p.started) / 1000
   const finished = p.done + p.failed
+  // never fewer than finished, even if the input grew during the run
+  const total = Math.max(p.total, finished)
   const rate = finished / elapsed
-  const eta = rate > 0 ? (p.total - finished) / rate : Number.POSITIVE_INFINITY
+  const eta = rate > 0 ? (total - finished) / rate : Number.POSITIVE_INFINITY
   const tpm = Math.round((p.tokens / elapsed) * 60)
-  const stats = `${finished}/${p.total} (${p.failed} failed) ${rate.toFixed(1)} req/s ${tpm} tokens/min ETA ${
+  const stats = `${finished}/${total} (${p.failed} failed) ${rate.toFixed(1)} req/s ${tpm} tokens/min ETA ${
     formatEta(eta)
   }`
   if (!tty) return `aifs batch: ${stats}\n`
   const width = 24
-  const filled = p.total === 0 ? width : Math.round((finished / p.total) * width)
+  const filled = total === 0 ? width : Math.round((finished / total) * width)
   return `\r[${"#".repeat(filled)}${".".repeat(width - filled)}] ${stats}\u001b[K`
 }
 
@@ -93,7 +108,11 @@ const totalTokens = (line: Batch.ResultLine): number => {
   return typeof usage?.total_tokens === "number" ? usage.total_tokens : 0
 }
 
-const runBatch = (input: string, output: string, concurrency: number) =>
+/**
+ * Runs the requests of `input`, appending their result lines to `output`, with progress and a summary on stderr;
+ * the exit code is 1 when a request failed or a line was bad.
+ */
+export const runBatch = (input: string, output: string, concurrency: number) =>
   Effect.gen(function*() {
     if (!fs.existsSync(input)) return yield* Effect.fail(new UsageError(`no such file: ${input}`))
     if (concurrency < 1) return yield* Effect.fail(new UsageError("--concurrency must be at least 1"))
@@ -102,8 +121,13 @@ const runBatch = (input: string, output: string, concurrency: number) =>
     let bad = 0
     let skipped = 0
     const tty = process.stderr.isTTY === true
-    const progress: Progress = { total: 0, done: 0, failed: 0, tokens: 0, started: yield* Clock.currentTimeMillis }
-    progress.total = Math.max(0, countLines(input) - done.size)
+    const progress: Progress = {
+      total: countToRun(input, done),
+      done: 0,
+      failed: 0,
+      tokens: 0,
+      started: yield* Clock.currentTimeMillis
+    }
     const fd = fs.openSync(output, "a")
     const stop = yield* Deferred.make<void>()
 
@@ -114,7 +138,7 @@ const runBatch = (input: string, output: string, concurrency: number) =>
         const parsed = Batch.parseLine(text, line)
         const report = (reason: string) => {
           bad++
-          progress.total = Math.max(0, progress.total - 1)
+          if (!done.has(customIdOf(text))) progress.total--
           process.stderr.write(`${tty ? "\r\u001b[K" : ""}aifs batch: line ${line}: ${reason}\n`)
           return Option.none()
         }
@@ -130,7 +154,13 @@ const runBatch = (input: string, output: string, concurrency: number) =>
       })
     )
 
-    const results = Batch.run(requests, { concurrency }).pipe(
+    // a request read before Ctrl-C but not started yet is not sent (the next run sends it): only those in flight finish
+    const results = requests.pipe(
+      Stream.mapEffect(
+        (request) => Effect.unlessEffect(Batch.execute(request), Deferred.isDone(stop)),
+        { concurrency, unordered: true }
+      ),
+      Stream.filterMap(identity),
       Stream.runForEach((line) =>
         Effect.sync(() => {
           // one write of one whole line: appended atomically, never interleaved

@@ -1,0 +1,415 @@
+/**
+ * `aifs batch` in the test's process, on the scripted transport and the `TestClock`: one result line in the output
+ * per request run, bad input lines on stderr with their number, ids already done skipped, the summary's counts and
+ * the exit code; the progress line (done of total, failures, rate, tokens per minute, ETA) every 5 seconds on a pipe
+ * and as a bar every 200 ms on a terminal; Ctrl-C finishes the requests in flight, then stops.
+ */
+import { assert, describe, it, vi } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
+import * as TestClock from "effect/TestClock"
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { runBatch } from "../../src/cli/batch.js"
+import * as Testing from "../../src/layers/Testing.js"
+import { tempDir } from "../helpers/tempDir.js"
+import { chatCompletionBody, recorder } from "./helpers.js"
+
+const chat = (customId: string) =>
+  JSON.stringify({
+    custom_id: customId,
+    method: "POST",
+    url: "/v1/chat/completions",
+    body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: customId }] }
+  })
+
+const result = (customId: string) => JSON.stringify({ id: `batch_req_${customId}`, custom_id: customId, error: null })
+
+/** What the command writes to stderr (the summary too, which goes through `console.error`), and its exit code. */
+const terminal = (tty: boolean) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const stderr = process.stderr
+      const saved = { write: stderr.write, isTTY: stderr.isTTY, exitCode: process.exitCode }
+      const written: Array<string> = []
+      stderr.write = ((chunk: string | Uint8Array) => {
+        written.push(String(chunk))
+        return true
+      }) as typeof stderr.write
+      stderr.isTTY = tty
+      const error = vi.spyOn(console, "error").mockImplementation((...args: Array<unknown>) => {
+        written.push(`${args.join(" ")}\n`)
+      })
+      process.exitCode = undefined
+      return {
+        written,
+        /** The exit code the command set, if any. */
+        exitCode: () => process.exitCode,
+        restore: () => {
+          stderr.write = saved.write
+          stderr.isTTY = saved.isTTY
+          error.mockRestore()
+          process.exitCode = saved.exitCode
+        }
+      }
+    }),
+    (t) => Effect.sync(t.restore)
+  )
+
+const files = (input: ReadonlyArray<string>, output?: string) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir("aifs-batch-cli-")
+    const paths = { input: join(dir, "in.jsonl"), output: join(dir, "out.jsonl") }
+    writeFileSync(paths.input, input.map((line) => `${line}\n`).join(""))
+    if (output !== undefined) writeFileSync(paths.output, output)
+    return paths
+  })
+
+const outputIds = (path: string) =>
+  readFileSync(path, "utf8").split("\n").filter((line) => line !== "").map((line) =>
+    (JSON.parse(line) as { custom_id: string }).custom_id
+  )
+
+const contentOf = (request: Testing.ScriptedRequest) =>
+  (request.body as { messages: Array<{ content: string }> }).messages[0]!.content
+
+/** Each request answered after `seconds`; the ids in `failing` with a 404. */
+const slowServer = (seconds: number, failing: ReadonlyArray<string> = []) =>
+  recorder((request) =>
+    Effect.as(
+      Effect.sleep(`${seconds} seconds`),
+      failing.includes(contentOf(request))
+        ? { status: 404, body: { detail: "no such model" } }
+        : { body: chatCompletionBody }
+    )
+  )
+
+/**
+ * Waits until the server has been called `n` times more, and a turn of the event loop longer: the handlers' sleeps
+ * on the `TestClock` start before the test moves it.
+ */
+const calls = (server: { readonly calls: Queue.Dequeue<unknown> }, n: number) =>
+  Effect.replicateEffect(Queue.take(server.calls), n).pipe(
+    Effect.zipLeft(Effect.promise(() => new Promise((resolve) => setImmediate(resolve))))
+  )
+
+// a clock that does not start at zero: an elapsed time taken from the epoch instead of the start is caught
+const start = 1_700_000_000_000
+
+describe("aifs batch", () => {
+  it.scoped("one result line per request; bad lines, duplicates and ids already done are reported and counted", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(false)
+      const paths = yield* files(
+        [chat("a"), "{not json", "", "   ", chat("b"), chat("a"), chat("done"), chat("c")],
+        `${result("done")}\n{"id":"batch_req_c","cus`
+      )
+      const server = yield* recorder((request) =>
+        contentOf(request) === "b" ? { status: 404, body: { detail: "no such model" } } : { body: chatCompletionBody }
+      )
+      yield* runBatch(paths.input, paths.output, 4).pipe(Effect.provide(Testing.layerHttp(server.handler)))
+
+      // the torn line is gone, the done line kept, one line per request run
+      const ids = outputIds(paths.output)
+      assert.strictEqual(ids[0], "done")
+      assert.deepStrictEqual(ids.slice(1).sort(), ["a", "b", "c"])
+      assert.strictEqual(yield* server.count, 3)
+      const lines = readFileSync(paths.output, "utf8").split("\n")
+      assert.strictEqual(lines.length, 5)
+      assert.strictEqual(lines[4], "")
+      const failed = lines.map((line) => line === "" ? undefined : JSON.parse(line)).find((line) =>
+        line?.custom_id === "b"
+      )
+      assert.deepStrictEqual(failed.error, { code: "NotFound", message: "no such model", status: 404 })
+
+      assert.include(t.written, "aifs batch: line 2: not JSON\n")
+      assert.include(t.written, "aifs batch: line 6: duplicate custom_id \"a\"\n")
+      assert.strictEqual(t.written.filter((text) => text.includes(": line ")).length, 2)
+      assert.strictEqual(
+        t.written.at(-1),
+        `aifs batch: 2 succeeded, 1 failed (error lines in ${paths.output}), 1 already done, 2 bad input lines\n`
+      )
+      // 6 lines that are not blank, 1 done, 2 bad: 3 to run, in no time (the elapsed time counts as 1 ms at least)
+      assert.strictEqual(t.written.at(-2), "aifs batch: 3/3 (1 failed) 3000.0 req/s 2280000 tokens/min ETA 0:00\n")
+      assert.strictEqual(t.exitCode(), 1)
+    }))
+
+  it.scoped("a run where every request succeeds and every line is good leaves the exit code alone", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(false)
+      const paths = yield* files([chat("a"), chat("b")])
+      const server = yield* recorder(() => ({ body: chatCompletionBody }))
+      yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(Testing.layerHttp(server.handler)))
+      assert.deepStrictEqual(outputIds(paths.output).sort(), ["a", "b"])
+      assert.strictEqual(
+        t.written.at(-1),
+        `aifs batch: 2 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines\n`
+      )
+      assert.isUndefined(t.exitCode())
+    }))
+
+  it.scoped("a bad line alone, or a failed request alone, sets exit code 1", () =>
+    Effect.gen(function*() {
+      const runs = [[[chat("a"), "[]"], "1 succeeded, 0 failed"], [[chat("x")], "0 succeeded, 1 failed"]] as const
+      for (const [input, summary] of runs) {
+        const t = yield* terminal(false)
+        const paths = yield* files(input)
+        const server = yield* recorder((request) =>
+          contentOf(request) === "x" ? { status: 404, body: { detail: "no" } } : { body: chatCompletionBody }
+        )
+        yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(Testing.layerHttp(server.handler)))
+        assert.include(t.written.at(-1), summary)
+        assert.strictEqual(t.exitCode(), 1, summary)
+        t.restore()
+      }
+    }))
+
+  it.scoped("the total counts the lines to run: ids done that the input lacks, or on a bad line, take nothing off", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const t = yield* terminal(true)
+      const bad = JSON.stringify({ custom_id: "a", method: "GET", url: "/v1/embeddings", body: {} })
+      const paths = yield* files([bad, chat("b"), chat("c")], `${result("x")}\n${result("y")}\n${result("a")}\n`)
+      const server = yield* slowServer(1)
+      const fiber = yield* runBatch(paths.input, paths.output, 1).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.fork
+      )
+      yield* calls(server, 1)
+      yield* TestClock.adjust("1 second")
+      yield* calls(server, 1)
+      yield* TestClock.adjust("200 millis")
+      // 1 of 2 in 1.2 s (with 2 taken off for ids done, the count would be 1 of 1)
+      assert.strictEqual(
+        t.written.filter((text) => text.startsWith("\r[")).at(-1),
+        "\r[############............] 1/2 (0 failed) 0.8 req/s 950 tokens/min ETA 0:01\u001b[K"
+      )
+      yield* TestClock.adjust("800 millis")
+      yield* Fiber.join(fiber)
+      const end = t.written.findIndex((text) => text.includes("succeeded"))
+      assert.strictEqual(
+        t.written[end - 1],
+        "\r[########################] 2/2 (0 failed) 1.0 req/s 1140 tokens/min ETA 0:00\u001b[K\n"
+      )
+      assert.strictEqual(
+        t.written[end],
+        `aifs batch: 2 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 1 bad input lines\n`
+      )
+    }))
+
+  it.scoped("lines added to the input during the run are run, and the count of lines to run grows with them", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(true)
+      // lines the reader has not reached while the first request is in flight: 600 kB, which Node reads by 64 kB
+      // and stops reading while 1024 lines wait
+      const filler = Array.from({ length: 3000 }, () => `-${" x".repeat(100)}`)
+      const paths = yield* files([chat("r0"), chat("r1"), chat("r2"), ...filler])
+      const appended = yield* Deferred.make<void>()
+      const server = yield* recorder((_, n) =>
+        n === 1 ? Effect.as(Deferred.await(appended), { body: chatCompletionBody }) : { body: chatCompletionBody }
+      )
+      const fiber = yield* runBatch(paths.input, paths.output, 1).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.fork
+      )
+      yield* calls(server, 1)
+      appendFileSync(paths.input, `${chat("late1")}\n${chat("late2")}\n`)
+      yield* Deferred.succeed(appended, undefined)
+      yield* Fiber.join(fiber)
+      assert.deepStrictEqual(outputIds(paths.output).sort(), ["late1", "late2", "r0", "r1", "r2"])
+      const end = t.written.findIndex((text) => text.includes("succeeded"))
+      assert.match(t.written[end - 1]!, /^\r\[#{24}\] 5\/5 \(0 failed\)/)
+    }))
+
+  it.scoped("a rerun with every line done sends nothing and shows a full bar", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(true)
+      const paths = yield* files([chat("a"), chat("b")], `${result("a")}\n${result("b")}\n`)
+      const server = yield* recorder(() => ({ body: chatCompletionBody }))
+      yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(Testing.layerHttp(server.handler)))
+      assert.strictEqual(yield* server.count, 0)
+      assert.deepStrictEqual(t.written.slice(-2), [
+        "\r[########################] 0/0 (0 failed) 0.0 req/s 0 tokens/min ETA --:--\u001b[K\n",
+        `aifs batch: 0 succeeded, 0 failed (error lines in ${paths.output}), 2 already done, 0 bad input lines\n`
+      ])
+      assert.isUndefined(t.exitCode())
+    }))
+
+  it.scoped("a missing input file and a concurrency below 1 are usage errors, before any output is made", () =>
+    Effect.gen(function*() {
+      yield* terminal(false)
+      const paths = yield* files([chat("a")])
+      const server = yield* recorder(() => ({ body: chatCompletionBody }))
+      const layer = Testing.layerHttp(server.handler)
+      const missing = yield* runBatch(`${paths.input}.none`, paths.output, 1).pipe(Effect.provide(layer), Effect.flip)
+      assert.strictEqual(missing.name, "UsageError")
+      assert.strictEqual(missing.message, `no such file: ${paths.input}.none`)
+      const zero = yield* runBatch(paths.input, paths.output, 0).pipe(Effect.provide(layer), Effect.flip)
+      assert.strictEqual(zero.message, "--concurrency must be at least 1")
+      assert.isFalse(existsSync(paths.output))
+      assert.strictEqual(yield* server.count, 0)
+      // 1 is enough
+      yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(layer))
+      assert.deepStrictEqual(outputIds(paths.output), ["a"])
+    }))
+
+  it.scoped("on a pipe: a progress line every 5 seconds with done of total, failures, rate, tokens per minute, ETA", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const t = yield* terminal(false)
+      const paths = yield* files(Array.from({ length: 9 }, (_, i) => chat(`r${i}`)))
+      const server = yield* slowServer(4, ["r1"])
+      const fiber = yield* runBatch(paths.input, paths.output, 3).pipe(
+        Effect.provide(Testing.layerHttp(server.handler, { retry: { maxRetries: 0 } })),
+        Effect.fork
+      )
+      yield* calls(server, 3)
+      assert.deepStrictEqual(t.written, ["aifs batch: 0/9 (0 failed) 0.0 req/s 0 tokens/min ETA --:--\n"])
+      yield* TestClock.adjust("4 seconds")
+      yield* calls(server, 3)
+      assert.strictEqual(t.written.length, 1)
+      yield* TestClock.adjust("1 second")
+      // 3 done in 5 s, one of them failed (no tokens): 6 left at 0.6 a second
+      assert.strictEqual(t.written[1], "aifs batch: 3/9 (1 failed) 0.6 req/s 456 tokens/min ETA 0:10\n")
+      yield* TestClock.adjust("3 seconds")
+      yield* calls(server, 3)
+      yield* TestClock.adjust("2 seconds")
+      assert.strictEqual(t.written[2], "aifs batch: 6/9 (1 failed) 0.6 req/s 570 tokens/min ETA 0:05\n")
+      yield* TestClock.adjust("2 seconds")
+      yield* Fiber.join(fiber)
+      assert.deepStrictEqual(t.written.slice(3), [
+        "aifs batch: 9/9 (1 failed) 0.8 req/s 760 tokens/min ETA 0:00\n",
+        `aifs batch: 8 succeeded, 1 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines\n`
+      ])
+    }))
+
+  it.scoped("on a terminal: a bar every 200 ms over one line, and the last one ends the line", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const t = yield* terminal(true)
+      const paths = yield* files(["oops", ...Array.from({ length: 8 }, (_, i) => chat(`r${i}`))])
+      const server = yield* slowServer(0.3)
+      const fiber = yield* runBatch(paths.input, paths.output, 2).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.fork
+      )
+      yield* calls(server, 2)
+      yield* TestClock.adjust("200 millis")
+      yield* TestClock.adjust("100 millis")
+      yield* calls(server, 2)
+      yield* TestClock.adjust("100 millis")
+      const bars = t.written.filter((text) => text.startsWith("\r["))
+      assert.strictEqual(bars.length, 3)
+      assert.deepStrictEqual(bars.slice(1), [
+        "\r[........................] 0/8 (0 failed) 0.0 req/s 0 tokens/min ETA --:--\u001b[K",
+        // 2 of 8 in 0.4 s: 5 a second, 19 tokens each
+        "\r[######..................] 2/8 (0 failed) 5.0 req/s 5700 tokens/min ETA 0:01\u001b[K"
+      ])
+      // a bad line clears the bar's line before it is reported
+      assert.include(t.written, "\r\u001b[Kaifs batch: line 1: not JSON\n")
+      yield* TestClock.adjust("200 millis")
+      yield* calls(server, 2)
+      yield* TestClock.adjust("300 millis")
+      yield* calls(server, 2)
+      yield* TestClock.adjust("300 millis")
+      yield* Fiber.join(fiber)
+      const end = t.written.findIndex((text) => text.includes("succeeded"))
+      assert.strictEqual(
+        t.written[end - 1],
+        "\r[########################] 8/8 (0 failed) 6.7 req/s 7600 tokens/min ETA 0:00\u001b[K\n"
+      )
+    }))
+
+  it.scoped("the ETA in minutes and seconds, the seconds on two digits", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const t = yield* terminal(false)
+      const paths = yield* files(Array.from({ length: 26 }, (_, i) => chat(`r${i}`)))
+      const server = yield* slowServer(4)
+      const fiber = yield* runBatch(paths.input, paths.output, 1).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.fork
+      )
+      yield* calls(server, 1)
+      yield* TestClock.adjust("5 seconds")
+      // 1 of 26 in 5 s: 25 left at 0.2 a second
+      assert.strictEqual(t.written[1], "aifs batch: 1/26 (0 failed) 0.2 req/s 228 tokens/min ETA 2:05\n")
+      const interrupter = yield* Fiber.interrupt(fiber).pipe(Effect.fork)
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(interrupter)
+    }))
+
+  it.scoped("interrupted (Ctrl-C): the requests in flight finish and are written, no other starts", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const t = yield* terminal(false)
+      const paths = yield* files(Array.from({ length: 10 }, (_, i) => chat(`r${i}`)))
+      const server = yield* slowServer(4)
+      const before = process.listeners("SIGINT")
+      const fiber = yield* runBatch(paths.input, paths.output, 3).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.fork
+      )
+      yield* calls(server, 3)
+      const added = process.listeners("SIGINT").filter((listener) => !before.includes(listener))
+      assert.strictEqual(added.length, 1)
+      const interrupter = yield* Fiber.interrupt(fiber).pipe(Effect.fork)
+      yield* TestClock.adjust("1 second")
+      assert.include(t.written, "aifs batch: stopping after the requests in flight (Ctrl-C again to quit now)\n")
+      yield* TestClock.adjust("3 seconds")
+      const exit = yield* Fiber.join(interrupter)
+      assert.isTrue(Exit.isInterrupted(exit))
+      assert.deepStrictEqual(outputIds(paths.output).sort(), ["r0", "r1", "r2"])
+      assert.strictEqual(yield* server.count, 3)
+      assert.strictEqual(t.written.at(-1), "aifs batch: 3/10 (0 failed) 0.8 req/s 855 tokens/min ETA 0:09\n")
+      // no summary: the process exits with 130
+      assert.isFalse(t.written.some((text) => text.includes("succeeded")))
+      assert.deepStrictEqual(process.listeners("SIGINT"), before)
+    }))
+
+  it.scoped("on a terminal, the stop message starts a new line and the last bar ends its own", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const t = yield* terminal(true)
+      const paths = yield* files(Array.from({ length: 4 }, (_, i) => chat(`r${i}`)))
+      const server = yield* slowServer(1)
+      const fiber = yield* runBatch(paths.input, paths.output, 2).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.fork
+      )
+      yield* calls(server, 2)
+      yield* Fiber.interrupt(fiber).pipe(Effect.fork)
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.await(fiber)
+      assert.include(t.written, "\naifs batch: stopping after the requests in flight (Ctrl-C again to quit now)\n")
+      assert.strictEqual(
+        t.written.at(-1),
+        "\r[############............] 2/4 (0 failed) 2.0 req/s 2280 tokens/min ETA 0:01\u001b[K\n"
+      )
+    }))
+
+  it.scoped("a second Ctrl-C quits at once with exit code 130", () =>
+    Effect.gen(function*() {
+      yield* terminal(false)
+      const exit = vi.spyOn(process, "exit").mockImplementation((() => undefined) as typeof process.exit)
+      yield* Effect.addFinalizer(() => Effect.sync(() => exit.mockRestore()))
+      const paths = yield* files([chat("a")])
+      const server = yield* slowServer(1)
+      const before = process.listeners("SIGINT")
+      const fiber = yield* runBatch(paths.input, paths.output, 1).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.fork
+      )
+      yield* calls(server, 1)
+      const [onSigint] = process.listeners("SIGINT").filter((listener) => !before.includes(listener))
+      onSigint!("SIGINT")
+      assert.strictEqual(exit.mock.calls.length, 0)
+      onSigint!("SIGINT")
+      assert.deepStrictEqual(exit.mock.calls, [[130]])
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(fiber)
+    }))
+})
