@@ -156,10 +156,8 @@ export const parseLine = (text: string, line: number): Either.Either<BatchReques
   }
   const parsed = Schema.decodeUnknownEither(Line)(json)
   if (Either.isLeft(parsed)) {
-    const customId = typeof json === "object" && json !== null && typeof (json as { custom_id?: unknown }).custom_id ===
-        "string"
-      ? (json as { custom_id: string }).custom_id
-      : undefined
+    const id = (json as { readonly custom_id?: unknown } | null)?.custom_id
+    const customId = typeof id === "string" ? id : undefined
     return Either.left({
       line,
       custom_id: customId,
@@ -201,7 +199,8 @@ const failure = (customId: string, error: ApiError): ResultLine => ({
   error: {
     code: error._tag,
     message: error.message,
-    status: "status" in error && typeof error.status === "number" ? error.status : null
+    // every error's status, where it has one, is a number; an error without an HTTP answer has none
+    status: (error as { readonly status?: number | undefined }).status ?? null
   }
 })
 

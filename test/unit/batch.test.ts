@@ -11,8 +11,26 @@ import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as Testing from "../../src/layers/Testing.js"
+import { RateLimited } from "../../src/schemas/Errors.js"
 import * as Batch from "../../src/services/Batch.js"
+import * as Chat from "../../src/services/Chat.js"
 import { chatCompletionBody } from "./helpers.js"
+
+const completionBody = {
+  id: "cmpl-1",
+  object: "text_completion",
+  created: 1710000000,
+  model: "m",
+  choices: [{ index: 0, text: "an answer", finish_reason: "stop" }],
+  usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }
+}
+
+const embeddingBody = {
+  object: "list",
+  model: "e",
+  data: [{ object: "embedding", index: 0, embedding: [0.5, -0.25] }],
+  usage: { prompt_tokens: 1, total_tokens: 1 }
+}
 
 const chatLine = (customId: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({
@@ -31,7 +49,7 @@ const bad = (text: string) => {
 
 describe("Batch.parseLine", () => {
   it("a chat line: its custom_id, the endpoint from the url (any /vN prefix or none), the body with extra fields kept", () => {
-    for (const url of ["/v1/chat/completions", "/v2/chat/completions", "/chat/completions"]) {
+    for (const url of ["/v1/chat/completions", "/v2/chat/completions", "/v10/chat/completions", "/chat/completions"]) {
       const parsed = Batch.parseLine(
         JSON.stringify({
           custom_id: "a",
@@ -92,7 +110,16 @@ describe("Batch.parseLine", () => {
   })
 
   it("an unknown url says which ones are known", () => {
-    for (const url of ["/v1/images/generations", "/v1/chat/completions/x", "v1/embeddings", "/v1x/embeddings"]) {
+    const urls = [
+      "/v1/images/generations",
+      "/v1/chat/completions/x",
+      "v1/embeddings",
+      "/v1x/embeddings",
+      // a version only in front
+      "/chat/v1/completions",
+      "/v1/v1/embeddings"
+    ]
+    for (const url of urls) {
       const line = bad(JSON.stringify({ custom_id: "u", url, body: {} }))
       assert.strictEqual(
         line.reason,
@@ -109,6 +136,15 @@ describe("Batch.parseLine", () => {
     assert.include(line.reason, "model")
     assert.include(line.reason, "messages")
     assert.include(line.reason, "; ")
+    // a nested problem by its whole path
+    const nested = bad(
+      JSON.stringify({
+        custom_id: "n",
+        url: "/v1/chat/completions",
+        body: { model: "m", messages: [{ role: "user" }] }
+      })
+    )
+    assert.strictEqual(nested.reason, "invalid body: messages.0.content: is missing")
     const whole = bad(JSON.stringify({ custom_id: "w", url: "/v1/embeddings", body: "text" }))
     assert.match(whole.reason, /^invalid body: body: /)
   })
@@ -147,6 +183,51 @@ describe("Batch.run", () => {
       if (content === "slow") return Effect.as(Effect.sleep("1 minute"), { body: chatCompletionBody })
       return { body: chatCompletionBody, headers: { "x-request-id": "req-ok" } }
     }, { retry: { maxRetries: 0 }, config: { timeout: "1 second" } }))))
+
+  it.effect("completions and embeddings lines go to their endpoints and their answers are the result bodies", () =>
+    Effect.gen(function*() {
+      const lines = [
+        JSON.stringify({ custom_id: "c", url: "/v1/completions", body: { model: "m", prompt: "p", top_k: 3 } }),
+        JSON.stringify({ custom_id: "e", url: "/v1/embeddings", body: { model: "e", input: "x" } })
+      ]
+      const results = Chunk.toReadonlyArray(
+        yield* Stream.runCollect(
+          Batch.run(Stream.fromIterable(lines.map((line) => Either.getOrThrow(Batch.parseLine(line, 1)))))
+        )
+      )
+      const byId = Object.fromEntries(results.map((line) => [line.custom_id, line]))
+      assert.deepStrictEqual(byId.c!.response, {
+        status_code: 200,
+        request_id: "req-/v2/completions",
+        body: completionBody
+      })
+      assert.deepStrictEqual(byId.e!.response, {
+        status_code: 200,
+        request_id: "req-/v2/embeddings",
+        body: embeddingBody
+      })
+      assert.isNull(byId.c!.error)
+      assert.isNull(byId.e!.error)
+    }).pipe(Effect.provide(Testing.layerHttp((request) => {
+      const body = request.path === "/v2/completions"
+        ? (request.body as { top_k?: number }).top_k === 3 ? completionBody : { error: "top_k lost" }
+        : request.path === "/v2/embeddings"
+        ? embeddingBody
+        : { error: `unexpected ${request.path}` }
+      return { body, headers: { "x-request-id": `req-${request.path}` } }
+    }))))
+
+  it.effect("an error without an HTTP answer has status null in its line, even when it names its status as absent", () =>
+    Effect.gen(function*() {
+      const [line] = Chunk.toReadonlyArray(yield* Stream.runCollect(Batch.run(requests("a"))))
+      assert.deepStrictEqual(line!.error, { code: "RateLimited", message: "wait too long", status: null })
+      assert.strictEqual(
+        JSON.stringify(line!.error),
+        "{\"code\":\"RateLimited\",\"message\":\"wait too long\",\"status\":null}"
+      )
+    }).pipe(Effect.provide(Testing.mock(Chat.Chat, {
+      createWithResponse: () => Effect.fail(new RateLimited({ message: "wait too long", status: undefined }))
+    }))))
 
   it.effect("the requests run concurrently up to the limit, and results come in the order answers come", () =>
     Effect.gen(function*() {
