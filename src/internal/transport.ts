@@ -61,22 +61,22 @@ export interface SendOptions {
   /** Time limit from sending to the status line: `Timeout` (`firstByte`) when it passes. */
   readonly firstByte?: Duration.Duration | undefined
   /** The connect timeout the HTTP client applies, to name it when it fires. */
-  readonly connect?: Duration.Duration | undefined
+  readonly connect: Duration.Duration
 }
 
 /**
- * True when `cause` (or an error it wraps) is undici's connect timeout (the `connect.timeout` of its
- * dispatcher, which covers the TCP and TLS handshakes).
+ * True when `cause`, or an error it wraps up to three causes deep (undici wraps the socket's error once or
+ * twice), has one of `codes`. Bounded: a chain of causes can loop.
  */
-const hasCode = (cause: unknown, codes: ReadonlySet<string>): boolean => {
+const hasCode = (cause: unknown, codes: ReadonlySet<unknown>): boolean => {
   for (let current = cause, depth = 0; current instanceof Error && depth < 4; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === "string" && codes.has(code)) return true
+    if (codes.has((current as { code?: unknown }).code)) return true
     current = current.cause
   }
   return false
 }
 
+/** undici's connect timeout (the `connect.timeout` of its dispatcher, which covers the TCP and TLS handshakes). */
 const isConnectTimeout = (cause: unknown): boolean => hasCode(cause, new Set(["UND_ERR_CONNECT_TIMEOUT"]))
 
 /** Failures before a connection existed: the request cannot have reached the server. */
@@ -98,18 +98,16 @@ export const send = (
   request: HttpClientRequest.HttpClientRequest,
   endpoint: string,
   redact: (text: string) => string,
-  options: SendOptions = {}
+  options: SendOptions
 ): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseInfo], ApiError> => {
   const execute = client.execute(request).pipe(
     Effect.mapError((error): ApiError =>
       error._tag === "RequestError" && isConnectTimeout(error.cause)
         ? new Timeout({
-          message: `no connection within ${
-            options.connect === undefined ? "the connect timeout" : Duration.format(options.connect)
-          }`,
+          message: `no connection within ${Duration.format(options.connect)}`,
           endpoint,
           timeout: "connect",
-          after: options.connect ?? Duration.zero
+          after: options.connect
         })
         : new TransportError({
           message: redact(fromHttpClientError(error, endpoint).message),
@@ -214,17 +212,18 @@ const compiled = new WeakMap<
   { readonly decode: (u: unknown) => Either.Either<unknown, ParseResult.ParseError>; readonly name: string }
 >()
 
-const compiledOf = <A, I>(schema: Schema.Schema<A, I>) => {
-  let entry = compiled.get(schema)
-  if (entry === undefined) {
-    entry = { decode: Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" }), name: schemaName(schema) }
-    compiled.set(schema, entry)
-  }
-  return entry as {
+// decoding ignores excess properties by default: extra fields pass
+const compile = <A, I>(schema: Schema.Schema<A, I>) => {
+  const entry = { decode: Schema.decodeUnknownEither(schema), name: schemaName(schema) }
+  compiled.set(schema, entry)
+  return entry
+}
+
+const compiledOf = <A, I>(schema: Schema.Schema<A, I>) =>
+  (compiled.get(schema) ?? compile(schema)) as {
     readonly decode: (u: unknown) => Either.Either<A, ParseResult.ParseError>
     readonly name: string
   }
-}
 
 /** Parses and decodes a JSON body with `schema`. */
 export const decodeJson = <A, I>(
