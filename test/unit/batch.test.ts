@@ -8,12 +8,15 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as Testing from "../../src/layers/Testing.js"
 import { RateLimited } from "../../src/schemas/Errors.js"
 import * as Batch from "../../src/services/Batch.js"
 import * as Chat from "../../src/services/Chat.js"
+import * as Completions from "../../src/services/Completions.js"
+import * as Embeddings from "../../src/services/Embeddings.js"
 import { chatCompletionBody } from "./helpers.js"
 
 const completionBody = {
@@ -225,9 +228,13 @@ describe("Batch.run", () => {
         JSON.stringify(line!.error),
         "{\"code\":\"RateLimited\",\"message\":\"wait too long\",\"status\":null}"
       )
-    }).pipe(Effect.provide(Testing.mock(Chat.Chat, {
-      createWithResponse: () => Effect.fail(new RateLimited({ message: "wait too long", status: undefined }))
-    }))))
+    }).pipe(Effect.provide(Layer.mergeAll(
+      Testing.mock(Chat.Chat, {
+        createWithResponse: () => Effect.fail(new RateLimited({ message: "wait too long", status: undefined }))
+      }),
+      Testing.mock(Completions.Completions, {}),
+      Testing.mock(Embeddings.Embeddings, {})
+    ))))
 
   it.effect("the requests run concurrently up to the limit, and results come in the order answers come", () =>
     Effect.gen(function*() {
