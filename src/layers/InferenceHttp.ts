@@ -52,7 +52,14 @@ import { fingerprint, makeRedactor } from "../internal/redact.js"
 import { annotateResponse, requestAttributes } from "../internal/spans.js"
 import { decodeEvents } from "../internal/sse.js"
 import * as Transport from "../internal/transport.js"
-import { type ApiError, DecodeError, type RequestTooLarge, Timeout, TransportError } from "../schemas/Errors.js"
+import {
+  type ApiError,
+  DecodeError,
+  type LimiterUnavailable,
+  type RequestTooLarge,
+  Timeout,
+  TransportError
+} from "../schemas/Errors.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import {
   InferenceHttpClient,
@@ -176,7 +183,7 @@ export const make: Effect.Effect<
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
     onGranted: (permit: Permit) => void
-  ): Effect.Effect<Admission, RequestTooLarge> => {
+  ): Effect.Effect<Admission, RequestTooLarge | LimiterUnavailable> => {
     if (limiter === undefined) return Effect.succeed({ permit: undefined, options, model: undefined })
     // the body is parsed only to estimate its cost for the limiter
     const body = jsonBody(request)
@@ -206,7 +213,8 @@ export const make: Effect.Effect<
     restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>,
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
-    refused: (failed: Effect.Effect<never, RequestTooLarge>) => Effect.Effect<never, ApiError> = identity
+    refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError> =
+      identity
   ): Effect.Effect<Admission, ApiError> => {
     let granted: Permit | undefined
     return Effect.flatMap(

@@ -32,9 +32,11 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
+import type { LimiterUnavailable } from "../schemas/Errors.js"
 
 /**
  * The limits a reservation is checked against.
@@ -52,17 +54,6 @@ export interface Limits {
 }
 
 /**
- * The answer to a reservation.
- *
- * @since 0.1.0
- * @category models
- */
-export type Reservation =
-  | { readonly _tag: "Admitted"; readonly id: number }
-  | { readonly _tag: "Wait"; readonly waitMs: number }
-  | { readonly _tag: "TooLarge" }
-
-/**
  * What a bucket holds right now.
  *
  * @since 0.1.0
@@ -78,6 +69,40 @@ export interface Usage {
 }
 
 /**
+ * The answer to a reservation, with the bucket's usage after it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Reservation =
+  | { readonly _tag: "Admitted"; readonly id: number; readonly usage: Usage }
+  | { readonly _tag: "Wait"; readonly waitMs: number; readonly usage: Usage }
+  | { readonly _tag: "TooLarge" }
+
+/**
+ * What the server says it has counted in its window (from `x-ratelimit-*` headers), with how long ago the
+ * oldest of it was counted for each dimension (the window less the server's reset).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ServerCount {
+  readonly requests: number
+  readonly requestsAgeMs: number
+  readonly tokens: number
+  readonly tokensAgeMs: number
+}
+
+/**
+ * How long a waiter keeps its place in a bucket's line after the time it was told to come back: longer, and
+ * the place goes to the next (its process died or left without saying so).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const waiterGraceMs = 1_000
+
+/**
  * The store.
  *
  * @example
@@ -91,8 +116,8 @@ export interface Usage {
  *   const memory = LimiterStore.makeMemory()
  *   return {
  *     ...memory,
- *     reserve: (bucket, now, tokens, limits) =>
- *       Effect.tap(memory.reserve(bucket, now, tokens, limits), (reservation) =>
+ *     reserve: (bucket, tokens, limits, waiter) =>
+ *       Effect.tap(memory.reserve(bucket, tokens, limits, waiter), (reservation) =>
  *         reservation._tag === "Wait" ? Effect.log(`${bucket}: wait ${reservation.waitMs} ms`) : Effect.void)
  *   }
  * })
@@ -115,33 +140,69 @@ export class LimiterStore extends Context.Tag("effect-aifs/LimiterStore")<Limite
  */
 export declare namespace LimiterStore {
   /**
-   * What `LimiterStore` provides.
-   *
-   * @since 0.1.0
-   * @category models
+   * What `LimiterStore` provides. Every operation is atomic and reads the store's own clock (the memory store
+   * Effect's `Clock`, a shared store its server's), so processes with skewed clocks agree; the limiter passes
+   * only durations. A shared store fails with `LimiterUnavailable` when it cannot answer (or falls back to memory).
    */
   export interface Service {
-    /** Atomically: if one request of `tokens` fits in the bucket at `now`, counts it; else says how long to wait. */
-    readonly reserve: (bucket: string, now: number, tokens: number, limits: Limits) => Effect.Effect<Reservation>
-    /** Sets the tokens of a counted entry (reconciling with the real usage). */
-    readonly adjust: (bucket: string, id: number, tokens: number) => Effect.Effect<void>
-    /** Removes a counted entry (the server never counted that request). */
-    readonly remove: (bucket: string, id: number) => Effect.Effect<void>
     /**
-     * Moves a counted entry to `at` (no earlier than where it is): the time the server answered, by which it
+     * If one request of `tokens` fits in the bucket now, and no other waiter is ahead of `waiter` in the bucket's
+     * line, counts it; else says how long to wait and keeps `waiter`'s place in the line (first come, first
+     * served across every process on the store). Without `waiter`, the line is not consulted.
+     */
+    readonly reserve: (
+      bucket: string,
+      tokens: number,
+      limits: Limits,
+      waiter?: string
+    ) => Effect.Effect<Reservation, LimiterUnavailable>
+    /** Sets the tokens of a counted entry (reconciling with the real usage). */
+    readonly adjust: (
+      bucket: string,
+      id: number,
+      tokens: number,
+      windowMs: number
+    ) => Effect.Effect<Usage, LimiterUnavailable>
+    /** Removes a counted entry (the server never counted that request). */
+    readonly remove: (bucket: string, id: number, windowMs: number) => Effect.Effect<Usage, LimiterUnavailable>
+    /**
+     * Moves a counted entry to now (never earlier than where it is): the time the server answered, by which it
      * has surely counted the request, so the entry leaves the window no sooner than the server's does.
      */
-    readonly restamp: (bucket: string, id: number, at: number) => Effect.Effect<void>
-    /** Counts usage the server reports that this process did not send (another process on the same key). */
-    readonly add: (bucket: string, at: number, requests: number, tokens: number) => Effect.Effect<void>
-    /** The bucket's usage at `now`. */
-    readonly usage: (bucket: string, now: number, windowMs: number) => Effect.Effect<Usage>
+    readonly restamp: (bucket: string, id: number, windowMs: number) => Effect.Effect<Usage, LimiterUnavailable>
+    /**
+     * Counts what the server counted beyond the store's count (another client on the key, requests the server
+     * received late): raises the window's requests and tokens to at least the server's, the added usage dated
+     * as long ago as the server's oldest.
+     */
+    readonly topUp: (bucket: string, count: ServerCount, windowMs: number) => Effect.Effect<Usage, LimiterUnavailable>
+    /** The bucket's usage now. */
+    readonly usage: (bucket: string, windowMs: number) => Effect.Effect<Usage, LimiterUnavailable>
+    /** Gives up `waiter`'s place in the bucket's line. */
+    readonly leave: (bucket: string, waiter: string) => Effect.Effect<void, LimiterUnavailable>
+    /**
+     * Completes when capacity comes back in the bucket (an entry removed or lowered, or the first waiter
+     * admitted with others behind it), so a waiter looks again before its wait is over.
+     */
+    readonly released: (bucket: string) => Effect.Effect<void>
   }
 }
 
 interface Entry extends SlidingWindowLog.Entry {
   readonly id: number
   tokens: number
+}
+
+interface Waiter {
+  readonly id: string
+  /** When it was told to come back. */
+  comeBack: number
+}
+
+interface Bucket {
+  readonly entries: Array<Entry>
+  readonly waiters: Array<Waiter>
+  released: Deferred.Deferred<void> | undefined
 }
 
 // kept in time order: entries are pruned from the front
@@ -151,70 +212,134 @@ const insertInOrder = (entries: Array<Entry>, entry: Entry): void => {
   entries.splice(index, 0, entry)
 }
 
+const usageOf = (entries: ReadonlyArray<Entry>, now: number, windowMs: number): Usage => {
+  let requests = 0
+  let tokens = 0
+  for (const e of entries) {
+    requests += e.requests
+    tokens += e.tokens
+  }
+  return { requests, tokens, nextExpiryMs: entries.length > 0 ? entries[0]!.at + windowMs - now : 0 }
+}
+
 /**
- * A store in this process's memory.
+ * How long `waiter` waits: its own wait when it does not fit, else until the waiter ahead of it is due (and
+ * past its grace: then the place is lost).
+ */
+const waitInLine = (waiters: ReadonlyArray<Waiter>, waiter: string | undefined, now: number, waitMs: number) => {
+  const first = waiters[0]
+  if (waiter === undefined || first === undefined || first.id === waiter) return waitMs
+  return Math.max(waitMs, first.comeBack - now, 1)
+}
+
+/**
+ * A store in this process's memory, on Effect's `Clock`.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const makeMemory = (): LimiterStore.Service => {
-  const buckets = new Map<string, Array<Entry>>()
+  const buckets = new Map<string, Bucket>()
   let nextId = 0
-  const entriesOf = (bucket: string): Array<Entry> => {
-    let entries = buckets.get(bucket)
-    if (entries === undefined) {
-      entries = []
-      buckets.set(bucket, entries)
+  const bucketOf = (name: string): Bucket => {
+    let bucket = buckets.get(name)
+    if (bucket === undefined) {
+      bucket = { entries: [], waiters: [], released: undefined }
+      buckets.set(name, bucket)
     }
-    return entries
+    return bucket
   }
+  /** Runs `f` on the bucket, pruned, at the clock's now. */
+  const at = <A>(name: string, windowMs: number, f: (bucket: Bucket, now: number) => A): Effect.Effect<A> =>
+    Effect.clockWith((clock) =>
+      Effect.sync(() => {
+        const now = clock.unsafeCurrentTimeMillis()
+        const bucket = bucketOf(name)
+        SlidingWindowLog.prune(bucket.entries, now, windowMs)
+        // a waiter past its time and grace has left without saying so
+        let gone = 0
+        while (gone < bucket.waiters.length && bucket.waiters[gone]!.comeBack + waiterGraceMs < now) gone++
+        if (gone > 0) bucket.waiters.splice(0, gone)
+        return f(bucket, now)
+      })
+    )
+  const release = (bucket: Bucket): Effect.Effect<void> => {
+    const signal = bucket.released
+    bucket.released = undefined
+    return signal === undefined ? Effect.void : Deferred.succeed(signal, undefined)
+  }
+  const andRelease = <A>(name: string, windowMs: number, f: (bucket: Bucket, now: number) => [A, boolean]) =>
+    Effect.flatMap(
+      at(name, windowMs, (bucket, now) => [f(bucket, now), bucket] as const),
+      ([[a, freed], bucket]) => freed ? Effect.as(release(bucket), a) : Effect.succeed(a)
+    )
+  const indexOf = (bucket: Bucket, id: number) => bucket.entries.findIndex((e) => e.id === id)
+
   return {
-    reserve: (bucket, now, tokens, limits) =>
-      Effect.sync((): Reservation => {
-        if (tokens > limits.tokens) return { _tag: "TooLarge" }
-        const entries = entriesOf(bucket)
-        SlidingWindowLog.prune(entries, now, limits.windowMs)
+    reserve: (name, tokens, limits, waiter) =>
+      andRelease(name, limits.windowMs, ({ entries, waiters }, now): [Reservation, boolean] => {
+        const place = waiter === undefined ? -1 : waiters.findIndex((w) => w.id === waiter)
+        if (tokens > limits.tokens) {
+          if (place >= 0) waiters.splice(place, 1)
+          return [{ _tag: "TooLarge" }, place === 0 && waiters.length > 0]
+        }
         const { requestsWaitMs, tokensWaitMs } = SlidingWindowLog.waitFor(entries, now, tokens, limits)
-        const waitMs = Math.max(requestsWaitMs, tokensWaitMs)
-        if (waitMs > 0) return { _tag: "Wait", waitMs }
+        const waitMs = waitInLine(waiters, waiter, now, Math.max(requestsWaitMs, tokensWaitMs))
+        if (waitMs > 0) {
+          if (place >= 0) waiters[place]!.comeBack = now + waitMs
+          else if (waiter !== undefined) waiters.push({ id: waiter, comeBack: now + waitMs })
+          return [{ _tag: "Wait", waitMs, usage: usageOf(entries, now, limits.windowMs) }, false]
+        }
+        if (place >= 0) waiters.splice(place, 1)
         const id = ++nextId
         entries.push({ id, at: now, requests: 1, tokens })
-        return { _tag: "Admitted", id }
+        return [{ _tag: "Admitted", id, usage: usageOf(entries, now, limits.windowMs) }, waiters.length > 0]
       }),
-    adjust: (bucket, id, tokens) =>
-      Effect.sync(() => {
-        const entry = buckets.get(bucket)?.find((e) => e.id === id)
+    adjust: (name, id, tokens, windowMs) =>
+      andRelease(name, windowMs, ({ entries }, now): [Usage, boolean] => {
+        const entry = entries.find((e) => e.id === id)
+        const lowered = entry !== undefined && tokens < entry.tokens
         if (entry !== undefined) entry.tokens = tokens
+        return [usageOf(entries, now, windowMs), lowered]
       }),
-    remove: (bucket, id) =>
-      Effect.sync(() => {
-        const entries = buckets.get(bucket)
-        // Stryker disable next-line UnaryOperator: the index only stands in when the bucket has no entries, and that is checked first
-        const index = entries?.findIndex((e) => e.id === id) ?? -1
-        if (entries !== undefined && index >= 0) entries.splice(index, 1)
+    remove: (name, id, windowMs) =>
+      andRelease(name, windowMs, (bucket, now): [Usage, boolean] => {
+        const index = indexOf(bucket, id)
+        if (index >= 0) bucket.entries.splice(index, 1)
+        return [usageOf(bucket.entries, now, windowMs), index >= 0]
       }),
-    restamp: (bucket, id, at) =>
-      Effect.sync(() => {
-        const entries = buckets.get(bucket)
-        // Stryker disable next-line UnaryOperator: the index only stands in when the bucket has no entries, and that is checked first
-        const index = entries?.findIndex((e) => e.id === id) ?? -1
-        if (entries === undefined || index < 0 || entries[index]!.at >= at) return
-        const [entry] = entries.splice(index, 1)
-        insertInOrder(entries, { ...entry!, at })
-      }),
-    add: (bucket, at, requests, tokens) =>
-      Effect.sync(() => insertInOrder(entriesOf(bucket), { id: ++nextId, at, requests, tokens })),
-    usage: (bucket, now, windowMs) =>
-      Effect.sync((): Usage => {
-        const entries = entriesOf(bucket)
-        SlidingWindowLog.prune(entries, now, windowMs)
-        let requests = 0
-        let tokens = 0
-        for (const e of entries) {
-          requests += e.requests
-          tokens += e.tokens
+    restamp: (name, id, windowMs) =>
+      at(name, windowMs, (bucket, now) => {
+        const index = indexOf(bucket, id)
+        if (index >= 0 && bucket.entries[index]!.at < now) {
+          const [entry] = bucket.entries.splice(index, 1)
+          insertInOrder(bucket.entries, { ...entry!, at: now })
         }
-        return { requests, tokens, nextExpiryMs: entries.length > 0 ? entries[0]!.at + windowMs - now : 0 }
+        return usageOf(bucket.entries, now, windowMs)
+      }),
+    topUp: (name, count, windowMs) =>
+      at(name, windowMs, ({ entries }, now) => {
+        const before = usageOf(entries, now, windowMs)
+        const requests = count.requests - before.requests
+        const tokens = count.tokens - before.tokens
+        if (requests > 0) insertInOrder(entries, { id: ++nextId, at: now - count.requestsAgeMs, requests, tokens: 0 })
+        if (tokens > 0) insertInOrder(entries, { id: ++nextId, at: now - count.tokensAgeMs, requests: 0, tokens })
+        SlidingWindowLog.prune(entries, now, windowMs)
+        return usageOf(entries, now, windowMs)
+      }),
+    usage: (name, windowMs) => at(name, windowMs, ({ entries }, now) => usageOf(entries, now, windowMs)),
+    leave: (name, waiter) =>
+      Effect.suspend(() => {
+        const bucket = bucketOf(name)
+        const place = bucket.waiters.findIndex((w) => w.id === waiter)
+        if (place >= 0) bucket.waiters.splice(place, 1)
+        return place === 0 && bucket.waiters.length > 0 ? release(bucket) : Effect.void
+      }),
+    released: (name) =>
+      Effect.suspend(() => {
+        const bucket = bucketOf(name)
+        if (bucket.released === undefined) bucket.released = Deferred.unsafeMake<void>(undefined as never)
+        return Deferred.await(bucket.released)
       })
   }
 }

@@ -34,18 +34,19 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
-import { RequestTooLarge } from "../schemas/Errors.js"
+import { type LimiterUnavailable, RequestTooLarge } from "../schemas/Errors.js"
 import type { ModelList } from "../schemas/Models.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import { ClientConfig, type Tier } from "./ClientConfig.js"
 import * as ClientMetrics from "./ClientMetrics.js"
-import { layerMemory, LimiterStore } from "./LimiterStore.js"
+import { layerMemory, LimiterStore, type Usage } from "./LimiterStore.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
 /**
@@ -200,7 +201,7 @@ export declare namespace RateLimiter {
     readonly acquire: (
       request: { readonly key: string; readonly model: string; readonly tokens: number },
       onGranted?: (permit: Permit) => void
-    ) => Effect.Effect<Permit, RequestTooLarge>
+    ) => Effect.Effect<Permit, RequestTooLarge | LimiterUnavailable>
     /** True when a request would have to wait now (for queue routing). */
     readonly wouldWait: (
       request: { readonly key: string; readonly model: string; readonly tokens: number }
@@ -231,6 +232,9 @@ interface Bucket {
   blockedUntil: number
   widenedAt: number
   waiting: number
+  /** The usage the store reported with its last answer, and when (for observers, without asking it again). */
+  usage: Usage
+  usageAt: number
   /** Wakes the caller at the head of the line from its sleep when capacity comes back. */
   wake: Deferred.Deferred<void> | undefined
   /** How many times capacity came back (so that a release during a reservation is not missed). */
@@ -280,6 +284,8 @@ export const make = (
     const maxOutput = new Map<string, number>(Object.entries(options.maxOutputTokens ?? {}))
     const learntMaxOutput = new Map<string, number>()
     const buckets = new Map<string, Bucket>()
+    // this limiter's name in the store's lines (shared by every process on a shared store)
+    const waiter = crypto.randomUUID()
     const states = yield* SubscriptionRef.make<ReadonlyArray<BucketState>>([])
 
     const bucketOf = (key: string, model: string): Bucket => {
@@ -298,6 +304,8 @@ export const make = (
           blockedUntil: 0,
           widenedAt: Number.NEGATIVE_INFINITY,
           waiting: 0,
+          usage: { requests: 0, tokens: 0, nextExpiryMs: 0 },
+          usageAt: 0,
           wake: undefined,
           releases: 0,
           busy: false,
@@ -319,11 +327,10 @@ export const make = (
       bucket.widenedAt += calmWindows * windowMs
     }
 
-    const stateOf = (bucket: Bucket, now: number) =>
-      Effect.suspend(() => {
-        settleMargin(bucket, now)
-        return store.usage(bucket.id, now, windowMs + bucket.marginMs)
-      }).pipe(Effect.map((usage): BucketState => ({
+    const stateOf = (bucket: Bucket, now: number): BucketState => {
+      settleMargin(bucket, now)
+      const { usage } = bucket
+      return {
         key: bucket.key,
         model: bucket.model,
         limitRequests: bucket.requests,
@@ -331,31 +338,62 @@ export const make = (
         fromHeaders: bucket.fromHeaders,
         usedRequests: usage.requests,
         usedTokens: usage.tokens,
-        nextResetMs: usage.nextExpiryMs,
+        nextResetMs: Math.max(0, usage.nextExpiryMs - (now - bucket.usageAt)),
         waiting: bucket.waiting,
         blockedMs: Math.max(0, bucket.blockedUntil - now),
         marginMs: bucket.marginMs
-      })))
+      }
+    }
 
-    const snapshot = Effect.flatMap(
-      Clock.currentTimeMillis,
-      (now) => Effect.forEach([...buckets.values()], (bucket) => stateOf(bucket, now))
+    const windowOf = (bucket: Bucket) => windowMs + bucket.marginMs
+
+    /** Keeps the usage a store operation answered with (the state observers see). */
+    const noted = (bucket: Bucket) => (usage: Usage) =>
+      Effect.clockWith((clock) =>
+        Effect.sync(() => {
+          bucket.usage = usage
+          bucket.usageAt = clock.unsafeCurrentTimeMillis()
+        })
+      )
+
+    /** The bucket's usage from the store now (the last known one when the store cannot answer). */
+    const freshUsage = (bucket: Bucket) =>
+      Effect.suspend(() => store.usage(bucket.id, windowOf(bucket))).pipe(
+        Effect.tap(noted(bucket)),
+        Effect.orElseSucceed(() => bucket.usage)
+      )
+
+    /**
+     * A permit's settlement with the store: when the store cannot answer, the request is not failed for it
+     * (it has been sent): the entry leaves the window on its own.
+     */
+    const settle = (bucket: Bucket, operation: Effect.Effect<Usage, LimiterUnavailable>) =>
+      operation.pipe(
+        Effect.flatMap(noted(bucket)),
+        Effect.catchAll((error) => Effect.logWarning(`aifs: limiter store: ${error.message}`))
+      )
+
+    const snapshot = Effect.suspend(() =>
+      Effect.forEach([...buckets.values()], (bucket) =>
+        Effect.zipRight(
+          freshUsage(bucket),
+          Effect.map(Clock.currentTimeMillis, (now) => stateOf(bucket, now))
+        ))
     )
     // only the bucket that changed is recomputed: with thousands of callers waiting, every acquire publishes
     const publish = (bucket: Bucket) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.flatMap(stateOf(bucket, now), (state) =>
-          SubscriptionRef.update(states, (all) => {
-            const index = all.findIndex((s) =>
-              s.key === state.key && s.model === state.model
-            )
-            return index < 0 ? [...all, state] : all.map((s, i) => (i === index ? state : s))
-          })))
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const state = stateOf(bucket, now)
+        return SubscriptionRef.update(states, (all) => {
+          const index = all.findIndex((s) => s.key === state.key && s.model === state.model)
+          return index < 0 ? [...all, state] : all.map((s, i) => (i === index ? state : s))
+        })
+      })
 
     const limitsOf = (bucket: Bucket) => ({
       requests: bucket.requests,
       tokens: bucket.tokens,
-      windowMs: windowMs + bucket.marginMs
+      windowMs: windowOf(bucket)
     })
 
     const tooLarge = (bucket: Bucket, tokens: number) =>
@@ -386,13 +424,19 @@ export const make = (
       tokens,
       reconcile: (actual) =>
         actual > tokens
-          ? Effect.zipRight(store.adjust(bucket.id, id, actual), publish(bucket))
+          ? Effect.zipRight(settle(bucket, store.adjust(bucket.id, id, actual, windowOf(bucket))), publish(bucket))
           : reconcileMode === "actual" && actual < tokens
-          ? Effect.zipRight(store.adjust(bucket.id, id, actual), released(bucket))
+          ? Effect.zipRight(settle(bucket, store.adjust(bucket.id, id, actual, windowOf(bucket))), released(bucket))
           : Effect.void,
-      answered: Effect.flatMap(Clock.currentTimeMillis, (now) => store.restamp(bucket.id, id, now)),
-      cancel: Effect.zipRight(store.remove(bucket.id, id), released(bucket)),
-      refund: Effect.zipRight(store.adjust(bucket.id, id, 0), released(bucket))
+      answered: settle(bucket, Effect.suspend(() => store.restamp(bucket.id, id, windowOf(bucket)))),
+      cancel: Effect.zipRight(
+        settle(bucket, Effect.suspend(() => store.remove(bucket.id, id, windowOf(bucket)))),
+        released(bucket)
+      ),
+      refund: Effect.zipRight(
+        settle(bucket, Effect.suspend(() => store.adjust(bucket.id, id, 0, windowOf(bucket)))),
+        released(bucket)
+      )
     })
 
     /**
@@ -428,8 +472,10 @@ export const make = (
       // only the wait in line and the sleeps at the head can be interrupted: the turn is always handed on, and an
       // entry the store admitted always becomes a permit, seen by `onGranted` before it is returned (an
       // interruption can still land as `acquire` returns into an interruptible caller)
-      const admit = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>, arrived: number) =>
-        Effect.gen(function*() {
+      const admit = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>, arrived: number) => {
+        // whether the store keeps a place in its line for this limiter (given up when nobody here needs it)
+        let inLine = false
+        return Effect.gen(function*() {
           yield* publish(bucket)
           while (true) {
             if (request.tokens > bucket.tokens) return yield* Effect.fail(tooLarge(bucket, request.tokens))
@@ -439,7 +485,11 @@ export const make = (
             const releases = bucket.releases
             const reservation = bucket.blockedUntil > now
               ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
-              : yield* store.reserve(bucket.id, now, request.tokens, limitsOf(bucket))
+              : yield* store.reserve(bucket.id, request.tokens, limitsOf(bucket), waiter)
+            if (reservation._tag !== "TooLarge" && "usage" in reservation) {
+              yield* noted(bucket)(reservation.usage)
+              inLine = reservation._tag === "Wait"
+            }
             if (reservation._tag === "Admitted") {
               const granted = permit(bucket, reservation.id, request.tokens)
               onGranted?.(granted)
@@ -454,11 +504,20 @@ export const make = (
             // until the window frees enough, or sooner when a reservation shrinks or comes back
             const wake = yield* Deferred.make<void>()
             bucket.wake = wake
-            yield* restore(Effect.raceFirst(Effect.sleep(Duration.millis(reservation.waitMs)), Deferred.await(wake)))
+            yield* restore(Effect.raceAll([
+              Effect.sleep(Duration.millis(reservation.waitMs)),
+              Deferred.await(wake),
+              store.released(bucket.id)
+            ]))
             // Stryker disable next-line ConditionalExpression,EqualityOperator: a stale wake-up nobody awaits is harmless: the next sleeper sets its own, a release just completes it
             if (bucket.wake === wake) bucket.wake = undefined
           }
-        })
+        }).pipe(Effect.onExit((exit) =>
+          Exit.isSuccess(exit) || !inLine || bucket.waiting > 1
+            ? Effect.void
+            : Effect.ignore(store.leave(bucket.id, waiter))
+        ))
+      }
       // few frames stay on a waiting caller's fiber: thousands may wait at once
       return Effect.clockWith((clock) => {
         const arrived = clock.unsafeCurrentTimeMillis()
@@ -490,8 +549,7 @@ export const make = (
                     node.state = "gone"
                   } else handOn(bucket)
                   node.resume = undefined
-                  // the state shown to observers must not cost the caller its permit
-                  return Effect.catchAllCause(publish(bucket), (cause) => Effect.logDebug("aifs: limiter state", cause))
+                  return publish(bucket)
                 })
               )
             )
@@ -508,7 +566,7 @@ export const make = (
           return true
         }
         settleMargin(bucket, now)
-        const usage = yield* store.usage(bucket.id, now, windowMs + bucket.marginMs)
+        const usage = yield* freshUsage(bucket)
         return usage.requests + 1 > bucket.requests || usage.tokens + request.tokens > bucket.tokens
       })
 
@@ -543,22 +601,24 @@ export const make = (
         // usage the server counts and this process did not send (another process on the key, or requests the
         // server received later than they were sent here): counted until the server's reset, so that they leave
         // the window when the server says its count drops
-        const usage = yield* store.usage(bucket.id, now, windowMs + bucket.marginMs)
         const serverRequests = info.limitRequests !== undefined && info.remainingRequests !== undefined
           ? info.limitRequests - info.remainingRequests
           : 0
         const serverTokens = info.limitTokens !== undefined && info.remainingTokens !== undefined
           ? info.limitTokens - info.remainingTokens
           : 0
-        const extraRequests = Math.max(0, serverRequests - usage.requests)
-        const extraTokens = Math.max(0, serverTokens - usage.tokens)
-        const since = (reset: Duration.Duration | undefined) =>
-          Math.min(now, now + (reset === undefined ? windowMs : Duration.toMillis(reset)) - windowMs)
-        if (extraRequests > 0) {
-          yield* store.add(bucket.id, since(info.resetRequests), extraRequests, 0)
-        }
-        if (extraTokens > 0) {
-          yield* store.add(bucket.id, since(info.resetTokens), 0, extraTokens)
+        const ageOf = (reset: Duration.Duration | undefined) =>
+          Math.max(0, windowMs - (reset === undefined ? windowMs : Duration.toMillis(reset)))
+        if (serverRequests > 0 || serverTokens > 0) {
+          yield* settle(
+            bucket,
+            store.topUp(bucket.id, {
+              requests: serverRequests,
+              requestsAgeMs: ageOf(info.resetRequests),
+              tokens: serverTokens,
+              tokensAgeMs: ageOf(info.resetTokens)
+            }, windowOf(bucket))
+          )
         }
         // new limits may let the head of the line go sooner (or show it can never fit)
         yield* limitsChanged ? released(bucket) : publish(bucket)

@@ -377,6 +377,34 @@ export class RequestTooLarge extends Schema.TaggedError<RequestTooLarge>()("Requ
 }
 
 /**
+ * The shared limiter store (Redis) could not be reached or answered too late, and the store was configured to
+ * fail rather than fall back to the process's own memory (`onUnavailable: "fail"`). Nothing was sent.
+ *
+ * @example
+ * ```ts
+ * import { Errors } from "effect-aifs"
+ *
+ * const error = new Errors.LimiterUnavailable({ message: "the limiter store did not answer within 250 ms" })
+ * console.log(error._tag, error.isRetryable)
+ * // => LimiterUnavailable true
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class LimiterUnavailable extends Schema.TaggedError<LimiterUnavailable>()("LimiterUnavailable", {
+  /** What failed (the store's address without its password, the operation, the cause). */
+  message: Schema.String,
+  /** The request held back, as `METHOD /path`. */
+  endpoint: Schema.optional(Schema.String)
+}) {
+  /** Retried with exponential back-off: the store may come back. */
+  get isRetryable(): boolean {
+    return true
+  }
+}
+
+/**
  * 5xx: the server or a proxy failed; 503 means the model is temporarily unavailable.
  *
  * @example
@@ -610,6 +638,7 @@ export type ApiError =
   | RateLimited
   | QuotaExceeded
   | RequestTooLarge
+  | LimiterUnavailable
   | ServerError
   | TransportError
   | Timeout
@@ -632,6 +661,7 @@ export const ApiError: Schema.Union<[
   typeof RateLimited,
   typeof QuotaExceeded,
   typeof RequestTooLarge,
+  typeof LimiterUnavailable,
   typeof ServerError,
   typeof TransportError,
   typeof Timeout,
@@ -647,6 +677,7 @@ export const ApiError: Schema.Union<[
   RateLimited,
   QuotaExceeded,
   RequestTooLarge,
+  LimiterUnavailable,
   ServerError,
   TransportError,
   Timeout,

@@ -7,6 +7,7 @@ import * as Layer from "effect/Layer"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as TokenEstimator from "../../src/layers/TokenEstimator.js"
+import type { LimiterUnavailable, RequestTooLarge } from "../../src/schemas/Errors.js"
 
 /** The memory store, with the operations `patch` returns in place of its own (it is given the original). */
 export const memoryStoreWith = (
@@ -24,3 +25,9 @@ export const limiterOn = (
   options: RateLimiter.Options
 ): Layer.Layer<RateLimiter.RateLimiter> =>
   RateLimiter.layerWith(options).pipe(Layer.provide(Layer.merge(store, TokenEstimator.layer)))
+
+/** The refusal of an `acquire` on a store that cannot be unavailable (the memory store): a `RequestTooLarge`. */
+export const refusal = <A, R>(
+  effect: Effect.Effect<A, RequestTooLarge | LimiterUnavailable, R>
+): Effect.Effect<RequestTooLarge, A, R> =>
+  Effect.flip(Effect.catchTag(effect, "LimiterUnavailable", (error) => Effect.die(error)))

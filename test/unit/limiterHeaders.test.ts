@@ -10,6 +10,7 @@ import * as TestClock from "effect/TestClock"
 import type * as RateLimiter from "../../src/layers/RateLimiter.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 import { limiterWith, settled, stillWaiting, ticket } from "../helpers/limiter.js"
+import { refusal } from "../helpers/stores.js"
 
 type Headers = ConstructorParameters<typeof RateLimitInfo>[0]
 
@@ -167,7 +168,7 @@ describe("limits from headers", () => {
       const head = yield* Effect.fork(limiter.acquire(ticket(600)))
       assert.isTrue(yield* stillWaiting(head))
       yield* learnFrom(limiter, { limitTokens: 500 })
-      const error = yield* Effect.flip(settled(head, "the head that can no longer fit"))
+      const error = yield* refusal(settled(head, "the head that can no longer fit"))
       assert.strictEqual(error._tag, "RequestTooLarge")
       assert.strictEqual(error.limit, 500)
       assert.strictEqual(error.requested, 600)

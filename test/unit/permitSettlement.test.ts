@@ -335,24 +335,18 @@ describe("interrupted requests and the limiter", () => {
     }).pipe(Effect.provide(stack(Testing.httpClient(() => Effect.as(Effect.never, { body: {} }))))))
 
   it.effect("an interruption that lands as the limiter grants the permit (a store doing I/O) gives it back", () => {
-    // after the reservation, the limiter publishes its state: this store takes its time to answer that
+    // the store has counted the request and takes its time to say so (its I/O)
     type Hold = { readonly reserved: Deferred.Deferred<void>; readonly gate: Deferred.Deferred<void> }
     let hold: Hold | undefined
-    let pending = false
     const slowAfterReserve = memoryStoreWith((inner) => ({
       reserve: (...args) =>
-        Effect.tap(inner.reserve(...args), () =>
-          Effect.sync(() => {
-            pending = true
-          })),
-      usage: (...args) => {
-        if (!pending || hold === undefined) return inner.usage(...args)
-        pending = false
-        return Effect.zipRight(
-          Effect.zipRight(Deferred.succeed(hold.reserved, undefined), Deferred.await(hold.gate)),
-          inner.usage(...args)
-        )
-      }
+        Effect.tap(inner.reserve(...args), () => {
+          const held = hold
+          hold = undefined
+          return held === undefined
+            ? Effect.void
+            : Effect.zipRight(Deferred.succeed(held.reserved, undefined), Deferred.await(held.gate))
+        })
     }))
     let sent = 0
     return Effect.gen(function*() {

@@ -11,9 +11,9 @@ import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
-import type { RequestTooLarge } from "../../src/schemas/Errors.js"
+import type { LimiterUnavailable, RequestTooLarge } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
-import { limiterOn, memoryStoreWith } from "../helpers/stores.js"
+import { limiterOn, memoryStoreWith, refusal } from "../helpers/stores.js"
 
 const limiterWith = (options: RateLimiter.Options) =>
   Effect.provide(RateLimiter.RateLimiter, RateLimiter.layer({ margin: 0, ...options }))
@@ -82,7 +82,7 @@ describe("RateLimiter", () => {
       ))
       yield* driveUntilDone(fiber, "500 millis")
       assert.strictEqual(maxInAnyWindow(times, 10_000), 3)
-      const error = yield* Effect.flip(limiter.acquire(ticket(101)))
+      const error = yield* refusal(limiter.acquire(ticket(101)))
       assert.strictEqual(error._tag, "RequestTooLarge")
       assert.strictEqual(error.limit, 100)
       assert.strictEqual(error.requested, 101)
@@ -269,11 +269,11 @@ describe("RateLimiter", () => {
 
   it.effect("onGranted sees a permit granted just as its caller is interrupted, so that the caller can give it back", () =>
     Effect.gen(function*() {
-      // observers' state is published through a store read that the test holds up: the grant's tail suspends
+      // the store's answer to an admitted reservation is held up (its I/O): the interruption lands meanwhile
       const gate = yield* Deferred.make<void>()
       let hold = false
       const slowStore = memoryStoreWith((inner) => ({
-        usage: (...args) => hold ? Effect.zipRight(Deferred.await(gate), inner.usage(...args)) : inner.usage(...args)
+        reserve: (...args) => Effect.tap(inner.reserve(...args), () => hold ? Deferred.await(gate) : Effect.void)
       }))
       const limiter = yield* Effect.provide(
         RateLimiter.RateLimiter,
@@ -289,7 +289,7 @@ describe("RateLimiter", () => {
             Effect.exit(restore(limiter.acquire(ticket(), (permit) => {
               granted = permit
             }))),
-            (exit): Effect.Effect<void, RequestTooLarge> =>
+            (exit): Effect.Effect<void, RequestTooLarge | LimiterUnavailable> =>
               Exit.isSuccess(exit)
                 ? Effect.sync(() => {
                   received++
