@@ -66,10 +66,13 @@ const countToRun = (path: string, done: ReadonlySet<string>): number => {
   return count
 }
 
+const cannotRead = (path: string, error: unknown) =>
+  new UsageError(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`)
+
 const lines = (path: string): Stream.Stream<readonly [string, number], UsageError> =>
   Stream.fromAsyncIterable(
     readline.createInterface({ input: fs.createReadStream(path), crlfDelay: Infinity }),
-    (error) => new UsageError(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`)
+    (error) => cannotRead(path, error)
   ).pipe(Stream.zipWithIndex, Stream.map(([text, index]) => [text, index + 1] as const))
 
 interface Progress {
@@ -121,8 +124,9 @@ export const runBatch = (input: string, output: string, concurrency: number) =>
     let bad = 0
     let skipped = 0
     const tty = process.stderr.isTTY === true
+    const total = yield* Effect.try({ try: () => countToRun(input, done), catch: (error) => cannotRead(input, error) })
     const progress: Progress = {
-      total: countToRun(input, done),
+      total,
       done: 0,
       failed: 0,
       tokens: 0,

@@ -4,7 +4,10 @@
  * the exit code; the progress line (done of total, failures, rate, tokens per minute, ETA) every 5 seconds on a pipe
  * and as a bar every 200 ms on a terminal; Ctrl-C finishes the requests in flight, then stops.
  */
+import * as Command from "@effect/cli/Command"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it, vi } from "@effect/vitest"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -13,7 +16,7 @@ import * as Queue from "effect/Queue"
 import * as TestClock from "effect/TestClock"
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { runBatch } from "../../src/cli/batch.js"
+import { batchCommand, runBatch } from "../../src/cli/batch.js"
 import * as Testing from "../../src/layers/Testing.js"
 import { tempDir } from "../helpers/tempDir.js"
 import { chatCompletionBody, recorder } from "./helpers.js"
@@ -238,7 +241,7 @@ describe("aifs batch", () => {
       assert.isUndefined(t.exitCode())
     }))
 
-  it.scoped("a missing input file and a concurrency below 1 are usage errors, before any output is made", () =>
+  it.scoped("a missing or unreadable input file and a concurrency below 1 are usage errors, before any request", () =>
     Effect.gen(function*() {
       yield* terminal(false)
       const paths = yield* files([chat("a")])
@@ -251,6 +254,11 @@ describe("aifs batch", () => {
       assert.strictEqual(zero.message, "--concurrency must be at least 1")
       assert.isFalse(existsSync(paths.output))
       assert.strictEqual(yield* server.count, 0)
+      // a directory, say
+      const dir = yield* tempDir("aifs-batch-cli-")
+      const unreadable = yield* runBatch(dir, paths.output, 1).pipe(Effect.provide(layer), Effect.flip)
+      assert.strictEqual(unreadable.name, "UsageError")
+      assert.strictEqual(unreadable.message, `cannot read ${dir}: EISDIR: illegal operation on a directory, read`)
       // 1 is enough
       yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(layer))
       assert.deepStrictEqual(outputIds(paths.output), ["a"])
@@ -411,5 +419,28 @@ describe("aifs batch", () => {
       assert.deepStrictEqual(exit.mock.calls, [[130]])
       yield* TestClock.adjust("1 second")
       yield* Fiber.join(fiber)
+    }))
+
+  it.scoped("the command: results in IN.out.jsonl (IN with .jsonl dropped) unless --out names a file; no key: the emulator", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(false)
+      const dir = yield* tempDir("aifs-batch-cli-")
+      const input = join(dir, "in.jsonl")
+      const other = join(dir, "requests.txt")
+      writeFileSync(input, `${chat("a")}\n${chat("b")}\n`)
+      writeFileSync(other, `${chat("c")}\n`)
+      const aifsBatch = (...args: ReadonlyArray<string>) =>
+        Command.run(batchCommand, { name: "aifs", version: "0" })(["node", "aifs", ...args]).pipe(
+          Effect.provide(NodeContext.layer),
+          Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
+        )
+      yield* aifsBatch(input)
+      assert.deepStrictEqual(outputIds(join(dir, "in.out.jsonl")).sort(), ["a", "b"])
+      assert.isTrue(t.written.some((text) => text.includes("using the embedded emulator")))
+      yield* aifsBatch(other)
+      assert.deepStrictEqual(outputIds(join(dir, "requests.txt.out.jsonl")), ["c"])
+      yield* aifsBatch("--out", join(dir, "elsewhere.jsonl"), "--concurrency", "1", input)
+      assert.deepStrictEqual(outputIds(join(dir, "elsewhere.jsonl")).sort(), ["a", "b"])
+      assert.isUndefined(t.exitCode())
     }))
 })
