@@ -28,16 +28,17 @@ import { UsageError } from "./output.js"
 
 /**
  * Reads the `custom_id`s already in the output, first cutting a torn last line left by a crash (at its byte
- * offset: the text before it may hold characters of several bytes).
+ * offset, found in the bytes: the text before it may hold characters of several bytes, or bytes that are not UTF-8).
  */
 export const resumeFrom = (path: string): Set<string> => {
   const done = new Set<string>()
   if (!fs.existsSync(path)) return done
-  const text = fs.readFileSync(path, "utf8")
-  const end = text.lastIndexOf("\n") + 1
-  if (end < text.length) fs.truncateSync(path, Buffer.byteLength(text.slice(0, end)))
+  const bytes = fs.readFileSync(path)
+  const end = bytes.lastIndexOf(0x0a) + 1
+  // to its own length when no line is torn: a no-op
+  fs.truncateSync(path, end)
   // a whole but unreadable line cannot come from this tool; it is left in place and not counted
-  for (const line of text.slice(0, end).split("\n")) {
+  for (const line of bytes.subarray(0, end).toString("utf8").split("\n")) {
     const id = customIdOf(line)
     if (id !== "") done.add(id)
   }

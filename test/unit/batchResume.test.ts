@@ -27,6 +27,21 @@ describe("batch resume", () => {
       }
     }))
 
+  it.scoped("a whole line with bytes that are not UTF-8 does not move the cut", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir("aifs-resume-"), "out.jsonl")
+      // "café" in Latin-1: one byte 0xe9, which a UTF-8 decoding widens to three
+      const whole = Buffer.concat([
+        Buffer.from("{\"custom_id\":\"caf"),
+        Buffer.from([0xe9]),
+        Buffer.from("\"}\n"),
+        Buffer.from(line("a", "ok"))
+      ])
+      writeFileSync(file, Buffer.concat([whole, Buffer.from("{\"custom_id\":\"b")]))
+      assert.deepStrictEqual([...resumeFrom(file)].sort(), ["a", "caf\ufffd"])
+      assert.isTrue(readFileSync(file).equals(whole))
+    }))
+
   it.scoped("a file of whole lines is left as it is; a missing file is a fresh start", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("aifs-resume-")
