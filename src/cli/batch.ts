@@ -68,6 +68,8 @@ const countToRun = (path: string, done: ReadonlySet<string>): number => {
 }
 
 const cannotRead = (path: string, error: unknown) =>
+  // node:fs and readline fail with Error objects only: String() is there for the type's unknown
+  // Stryker disable next-line ConditionalExpression: the instanceof test is true in every reachable run
   new UsageError(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`)
 
 const lines = (path: string): Stream.Stream<readonly [string, number], UsageError> =>
@@ -96,7 +98,8 @@ const render = (p: Progress, now: number, tty: boolean): string => {
   // never fewer than finished, even if the input grew during the run
   const total = Math.max(p.total, finished)
   const rate = finished / elapsed
-  const eta = rate > 0 ? (total - finished) / rate : Number.POSITIVE_INFINITY
+  // before the first result the rate is 0: the ETA is then Infinity, or NaN with nothing to do, and shows as --:--
+  const eta = (total - finished) / rate
   const tpm = Math.round((p.tokens / elapsed) * 60)
   const stats = `${finished}/${total} (${p.failed} failed) ${rate.toFixed(1)} req/s ${tpm} tokens/min ETA ${
     formatEta(eta)

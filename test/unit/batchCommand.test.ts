@@ -14,7 +14,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as TestClock from "effect/TestClock"
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { batchCommand, runBatch } from "../../src/cli/batch.js"
 import * as Testing from "../../src/layers/Testing.js"
@@ -99,6 +99,18 @@ const calls = (server: { readonly calls: Queue.Dequeue<unknown> }, n: number) =>
     Effect.zipLeft(Effect.promise(() => new Promise((resolve) => setImmediate(resolve))))
   )
 
+/** How many descriptors this process holds open on `path` (Linux); 0 where that cannot be seen. */
+const openDescriptors = (path: string) => {
+  if (!existsSync("/proc/self/fd")) return 0
+  return readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === path
+    } catch {
+      return false
+    }
+  }).length
+}
+
 // a clock that does not start at zero: an elapsed time taken from the epoch instead of the start is caught
 const start = 1_700_000_000_000
 
@@ -138,6 +150,7 @@ describe("aifs batch", () => {
       // 6 lines that are not blank, 1 done, 2 bad: 3 to run, in no time (the elapsed time counts as 1 ms at least)
       assert.strictEqual(t.written.at(-2), "aifs batch: 3/3 (1 failed) 3000.0 req/s 2280000 tokens/min ETA 0:00\n")
       assert.strictEqual(t.exitCode(), 1)
+      assert.strictEqual(openDescriptors(paths.output), 0)
     }))
 
   it.scoped("a run where every request succeeds and every line is good leaves the exit code alone", () =>
@@ -376,6 +389,7 @@ describe("aifs batch", () => {
       // no summary: the process exits with 130
       assert.isFalse(t.written.some((text) => text.includes("succeeded")))
       assert.deepStrictEqual(process.listeners("SIGINT"), before)
+      assert.strictEqual(openDescriptors(paths.output), 0)
     }))
 
   it.scoped("on a terminal, the stop message starts a new line and the last bar ends its own", () =>
