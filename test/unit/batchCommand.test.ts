@@ -114,7 +114,8 @@ const openDescriptors = (path: string) => {
 // a clock that does not start at zero: an elapsed time taken from the epoch instead of the start is caught
 const start = 1_700_000_000_000
 
-describe("aifs batch", () => {
+// each test takes well under a second: a run that never ends (a broken change) fails in 5 s, not the default 30
+describe("aifs batch", { timeout: 5_000 }, () => {
   it.scoped("one result line per request; bad lines, duplicates and ids already done are reported and counted", () =>
     Effect.gen(function*() {
       const t = yield* terminal(false)
