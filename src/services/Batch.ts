@@ -128,7 +128,8 @@ const endpoints: Record<string, Endpoint> = {
  * @since 0.1.0
  * @category parsing
  */
-export const endpointOf = (url: string): Endpoint | undefined => endpoints[url.replace(/^\/v\d+(?=\/)/, "")]
+// what follows the version is looked up as is: only a path starting with "/" can name an endpoint
+export const endpointOf = (url: string): Endpoint | undefined => endpoints[url.replace(/^\/v\d+/, "")]
 
 const bodySchemas = {
   chat: CreateChatCompletionParams,
