@@ -372,7 +372,12 @@ export const make: Effect.Effect<
           )
         }).pipe(
           Effect.tapError((error) => {
-            const status = "status" in error && typeof error.status === "number" ? error.status : 0
+            // an answer's error carries the status and the limits it came with; other errors neither
+            const answer: {
+              readonly _tag: string
+              readonly status?: number | undefined
+              readonly rateLimit?: RateLimitInfo | undefined
+            } = error
             // never reached the server (no connection, or a 429 it did not count): the slot comes back; no
             // answer (a dropped connection, no answer in time): it stays counted, the server may hold it; any
             // other answer: counted, its tokens come back
@@ -384,7 +389,7 @@ export const make: Effect.Effect<
               : error._tag === "TransportError" || error._tag === "Timeout"
               ? permit.answered
               : Effect.zipRight(permit.answered, permit.refund)
-            return Effect.zipRight(settling(settle), learn("rateLimit" in error ? error.rateLimit : undefined, status))
+            return Effect.zipRight(settling(settle), learn(answer.rateLimit, answer.status ?? 0))
           }),
           Effect.tap(([, meta]) =>
             Effect.zipRight(
@@ -571,7 +576,7 @@ export const make: Effect.Effect<
               for (const event of chunk) {
                 const data = event.data.trim()
                 if (data === "") continue
-                if (terminator !== null && data === terminator) {
+                if (data === terminator) {
                   ended = true
                   values.push(stop)
                   break

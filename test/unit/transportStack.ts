@@ -4,6 +4,7 @@
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
@@ -50,6 +51,18 @@ export const stack = (
     limiter
   )
 }
+
+/** The transport on `client`, without retries and without a limiter. */
+export const plain = (client: HttpClient.HttpClient): Layer.Layer<InferenceHttpClient> =>
+  Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
+    Layer.succeed(HttpClient.HttpClient, client),
+    ClientConfig.layer({ apiKey: "test-key", baseUrl: "http://aifs.test/v2" }),
+    RetryPolicy.layerDisabled
+  )))
+
+/** A platform client answering every request with the web response `respond` makes for it. */
+export const answering = (respond: (request: HttpClientRequest.HttpClientRequest) => Response): HttpClient.HttpClient =>
+  HttpClient.make((request) => Effect.succeed(HttpClientResponse.fromWeb(request, respond(request))))
 
 /** What the limiter counts for model `m` now, and what one chat request reserves. */
 export const counted = Effect.gen(function*() {

@@ -13,29 +13,13 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Transport from "../../src/internal/transport.js"
-import * as ClientConfig from "../../src/layers/ClientConfig.js"
-import * as InferenceHttp from "../../src/layers/InferenceHttp.js"
-import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
 import type { ApiError } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
-import { chat, counted, stack } from "./transportStack.js"
-
-/** The transport on `client`, without retries and without a limiter. */
-const plain = (client: HttpClient.HttpClient) =>
-  Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
-    Layer.succeed(HttpClient.HttpClient, client),
-    ClientConfig.layer({ apiKey: "test-key", baseUrl: "http://aifs.test/v2" }),
-    RetryPolicy.layerDisabled
-  )))
-
-/** A platform client answering every request with the web response `respond` makes. */
-const answering = (respond: () => Response) =>
-  HttpClient.make((request) => Effect.succeed(HttpClientResponse.fromWeb(request, respond())))
+import { answering, chat, counted, plain, stack } from "./transportStack.js"
 
 /** A body that arrives as `chunks`, then fails as a dropped connection would (or ends, with `end`). */
 const chunked = (chunks: ReadonlyArray<string>, end: "drop" | "close" = "close") => {

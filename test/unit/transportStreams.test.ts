@@ -1,0 +1,255 @@
+/**
+ * What the transport makes of an event stream and of a text body (src/layers/InferenceHttp.ts): which responses are
+ * an event stream, what a 200 that is not one reports, how error events, blank events, terminators padded with
+ * spaces and chunks that are not JSON end or pass, which usage settles a stream's reservation, and which request
+ * bodies the limiter estimates.
+ */
+import * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as RateLimiter from "../../src/layers/RateLimiter.js"
+import * as Testing from "../../src/layers/Testing.js"
+import type { ApiError } from "../../src/schemas/Errors.js"
+import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
+import { recorder } from "./helpers.js"
+import { answering, chat, chatBody, counted, plain, stack } from "./transportStack.js"
+
+const encoder = new TextEncoder()
+
+/** A 200 carrying `body` (bytes: no content type unless `headers` gives one). */
+const ok = (body: string, headers: Record<string, string> = {}) =>
+  new Response(encoder.encode(body), { status: 200, headers })
+
+/** The values of a JSON stream over `response`, and how it ended: "done" or the error's tag and message. */
+const streamOver = (response: () => Response) =>
+  Effect.gen(function*() {
+    const http = yield* InferenceHttpClient
+    const values: Array<unknown> = []
+    const exit = yield* Effect.exit(
+      Stream.runForEach(
+        http.jsonStream(HttpClientRequest.post("/chat/completions"), Schema.Unknown),
+        (value) => Effect.sync(() => values.push(value))
+      )
+    )
+    return { values, end: ending(exit) }
+  }).pipe(Effect.provide(plain(answering(response))))
+
+const ending = (exit: Exit.Exit<unknown, ApiError>): string => {
+  if (Exit.isSuccess(exit)) return "done"
+  const error = Option.getOrUndefined(Cause.failureOption(exit.cause))
+  return error === undefined ? `no ApiError: ${Cause.pretty(exit.cause)}` : `${error._tag}: ${error.message}`
+}
+
+const eventStream = { "content-type": "text/event-stream" }
+
+describe("text", () => {
+  it.effect("gives the body as it came, having asked for text or anything", () =>
+    Effect.gen(function*() {
+      const rec = yield* recorder(() => ({ body: "line one\nline two\n", headers: { "x-request-id": "r-7" } }))
+      const result = yield* Effect.flatMap(
+        InferenceHttpClient,
+        (http) => http.text(HttpClientRequest.get("/files/f/content"))
+      ).pipe(Effect.provide(Testing.layerHttp(rec.handler)))
+      assert.strictEqual(result.value, "line one\nline two\n")
+      assert.strictEqual(result.response.status, 200)
+      assert.strictEqual(result.response.requestId, "r-7")
+      const request = yield* Queue.take(rec.calls)
+      assert.strictEqual(request.headers["accept"], "text/plain, */*")
+      assert.strictEqual(request.url.href, "http://aifs.test/v2/files/f/content")
+    }))
+})
+
+describe("which answers are an event stream", () => {
+  it.effect("one without a content type, or with text/event-stream in any case and with parameters", () =>
+    Effect.gen(function*() {
+      for (const headers of [{}, { "content-type": "Text/Event-Stream; charset=utf-8" }, eventStream]) {
+        const { end, values } = yield* streamOver(() => ok("data: {\"a\":1}\n\ndata: [DONE]\n\n", headers))
+        assert.deepStrictEqual({ values, end }, { values: [{ a: 1 }], end: "done" }, JSON.stringify(headers))
+      }
+    }))
+
+  it.effect("a 200 of another type is a DecodeError naming the type (up to 100 characters) with its request id and body", () =>
+    Effect.gen(function*() {
+      const type = "text/html; profile=" + "p".repeat(200)
+      const http = yield* InferenceHttpClient
+      const error = yield* Effect.flip(Stream.runDrain(http.jsonStream(chat(), Schema.Unknown)))
+      assert.strictEqual(error._tag, "DecodeError")
+      if (error._tag !== "DecodeError") return
+      assert.strictEqual(error.message, `expected an event stream, got ${type.slice(0, 100)}`)
+      assert.strictEqual(error.requestId, "req-html")
+      assert.strictEqual(error.status, 200)
+      assert.strictEqual(error.excerpt, "<p>maintenance</p>")
+    }).pipe(
+      Effect.provide(plain(answering(() =>
+        ok("<p>maintenance</p>", {
+          "content-type": "text/html; profile=" + "p".repeat(200),
+          "x-request-id": "req-html"
+        })
+      )))
+    ))
+
+  it.effect("a 200 of another type without a request id has none; a body that fails as it is read, an empty excerpt", () =>
+    Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      const error = yield* Effect.flip(Stream.runDrain(http.jsonStream(chat(), Schema.Unknown)))
+      assert.strictEqual(error._tag, "DecodeError")
+      if (error._tag !== "DecodeError") return
+      assert.strictEqual(error.message, "expected an event stream, got text/html")
+      assert.notProperty(error, "requestId")
+      assert.strictEqual(error.excerpt, "")
+    }).pipe(Effect.provide(plain(answering(() => {
+      let pulls = 0
+      return new Response(
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (pulls++ === 0) controller.enqueue(encoder.encode("<p>half"))
+            else controller.error(new Error("other side closed"))
+          }
+        }),
+        { headers: { "content-type": "text/html" } }
+      )
+    })))))
+})
+
+describe("the events of a JSON stream", () => {
+  it.effect("an error event ends the stream with its error, whatever its data: plain text, or JSON without an error", () =>
+    Effect.gen(function*() {
+      const plainText = yield* streamOver(() =>
+        ok("data: {\"a\":1}\n\nevent: error\ndata: upstream overloaded\n\ndata: {\"a\":2}\n\n", eventStream)
+      )
+      assert.deepStrictEqual(plainText, { values: [{ a: 1 }], end: "ServerError: upstream overloaded" })
+      const json = yield* streamOver(() =>
+        ok("data: {\"a\":1}\n\nevent: error\ndata: {\"message\":\"model unloaded\"}\n\ndata: [DONE]\n\n", eventStream)
+      )
+      assert.deepStrictEqual(json.values, [{ a: 1 }])
+      assert.match(json.end, /^ServerError: /)
+    }))
+
+  it.effect("data that is not JSON ends the stream with a DecodeError saying so", () =>
+    Effect.gen(function*() {
+      const { end, values } = yield* streamOver(() => ok("data: {\"a\":1}\n\ndata: {oops\n\n", eventStream))
+      assert.deepStrictEqual({ values, end }, { values: [{ a: 1 }], end: "DecodeError: response body is not JSON" })
+    }))
+
+  it.effect("blank events (keep-alives, spaces) are skipped; a terminator padded with spaces ends the stream", () =>
+    Effect.gen(function*() {
+      const { end, values } = yield* streamOver(() =>
+        ok(
+          "data: {\"a\":1}\n\ndata:\n\ndata:    \n\ndata: {\"a\":2}\n\ndata:  [DONE]  \n\ndata: {\"a\":3}\n\n",
+          eventStream
+        )
+      )
+      assert.deepStrictEqual({ values, end }, { values: [{ a: 1 }, { a: 2 }], end: "done" })
+    }))
+
+  it.effect("a chunk with an error that is null, or with choices beside an error, is a value", () =>
+    Effect.gen(function*() {
+      const chunks = [{ error: null, a: 1 }, { error: { message: "partial" }, choices: [] }]
+      const { end, values } = yield* streamOver(() =>
+        ok(chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join("") + "data: [DONE]\n\n", eventStream)
+      )
+      assert.deepStrictEqual({ values, end }, { values: chunks, end: "done" })
+    }))
+
+  it.effect("chunks that are not objects (numbers, strings, null) pass as values, under a limiter too", () =>
+    Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      const values = yield* Stream.runCollect(http.jsonStream(chat(), Schema.Unknown))
+      assert.deepStrictEqual(Chunk.toReadonlyArray(values), [7, "x", null, { usage: 3 }, { usage: null }])
+      const after = yield* counted
+      assert.deepInclude(after, { requests: 1, tokens: after.reserved })
+    }).pipe(Effect.provide(stack(
+      Testing.httpClient(() => ({ sse: [7, "\"x\"", "null", { usage: 3 }, { usage: null }] })),
+      { limiter: { reconcile: "actual" } }
+    ))))
+})
+
+describe("the usage that settles a stream's reservation", () => {
+  it.effect("the last chunk that reports a usage, whatever chunks follow it", () =>
+    Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      yield* Stream.runDrain(http.jsonStream(chat(), Schema.Unknown))
+      assert.strictEqual((yield* counted).tokens, 9)
+    }).pipe(Effect.provide(stack(
+      Testing.httpClient(() => ({
+        sse: [{ id: "a", usage: { total_tokens: 4 } }, { id: "b", usage: { total_tokens: 9 } }, { id: "c" }, {
+          id: "d",
+          usage: null
+        }]
+      })),
+      { limiter: { reconcile: "actual" } }
+    ))))
+})
+
+describe("the bodies the limiter estimates", () => {
+  it.effect("a JSON answer that is not an object (a number, a string, null) leaves the reservation as it was", () =>
+    Effect.gen(function*() {
+      for (const body of [7, "done", null, [1, 2]]) {
+        const after = yield* Effect.gen(function*() {
+          const http = yield* InferenceHttpClient
+          const result = yield* http.json(chat(), Schema.Unknown)
+          return { value: result.value, ...(yield* counted) }
+        }).pipe(Effect.provide(stack(
+          Testing.httpClient(() => ({ body: JSON.stringify(body), headers: { "content-type": "application/json" } })),
+          { limiter: { reconcile: "actual" } }
+        )))
+        assert.deepStrictEqual(after.value, body)
+        assert.deepInclude(after, { requests: 1, tokens: after.reserved }, JSON.stringify(body))
+      }
+    }))
+
+  it.effect("only JSON request bodies: a multipart upload or a text body holds no permit, whatever it says", () =>
+    Effect.gen(function*() {
+      const form = new FormData()
+      form.append("model", "m")
+      const requests = [
+        HttpClientRequest.post("/audio/transcriptions").pipe(HttpClientRequest.bodyFormData(form)),
+        HttpClientRequest.post("/chat/completions").pipe(
+          HttpClientRequest.setBody(HttpBody.text(JSON.stringify(chatBody), "text/plain"))
+        ),
+        HttpClientRequest.post("/chat/completions").pipe(
+          HttpClientRequest.setBody(HttpBody.uint8Array(encoder.encode(JSON.stringify(chatBody))))
+        )
+      ]
+      for (const request of requests) {
+        const snapshot = yield* Effect.gen(function*() {
+          const http = yield* InferenceHttpClient
+          yield* http.json(request, Schema.Unknown)
+          const limiter = yield* RateLimiter.RateLimiter
+          return yield* limiter.snapshot
+        }).pipe(Effect.provide(stack(Testing.httpClient(() => ({ body: {} })))))
+        assert.deepStrictEqual(snapshot, [], request.body._tag)
+      }
+    }))
+})
+
+describe("queue routing is off unless asked for", () => {
+  it.effect("without it, a queueable request that would wait waits its turn for /v2", () =>
+    Effect.gen(function*() {
+      const urls: Array<string> = []
+      yield* Effect.gen(function*() {
+        const http = yield* InferenceHttpClient
+        yield* http.json(chat(), Schema.Unknown)
+        const fiber = yield* Effect.fork(http.json(chat(), Schema.Unknown))
+        yield* Effect.repeatN(Effect.yieldNow(), 20)
+        assert.strictEqual((yield* counted).waiting, 1)
+        yield* Fiber.interrupt(fiber)
+      }).pipe(Effect.provide(stack(
+        Testing.httpClient((request) => {
+          urls.push(request.url.href)
+          return { body: {} }
+        }),
+        { limiter: { limits: { m: { rpm: 1, tpm: 1_000_000 } }, queueRouting: false } }
+      )))
+      assert.deepStrictEqual(urls, ["http://aifs.test/v2/chat/completions"])
+    }))
+})
