@@ -9,6 +9,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     setupFiles: ["test/helpers/fastCheckSeed.ts"],
+    globalSetup: ["test/globalSetup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000
   }

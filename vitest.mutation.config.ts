@@ -14,6 +14,8 @@ export default defineConfig({
       "test/unit/**/*.test.ts",
       "test/integration/{limiter,limits,rateLimitHeaders,timeouts,faults,queue}.test.ts"
     ],
-    isolate: false
+    isolate: false,
+    // no Redis server: the Redis store's tests are not in this set
+    globalSetup: []
   }
 })

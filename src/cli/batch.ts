@@ -3,6 +3,7 @@
  * quota allows, with progress, and resumes where it stopped. Each result is appended as one whole line with
  * one `write`, so a crash (even `kill -9`) leaves at most a torn last line, which the next run removes before
  * it skips the `custom_id`s already done. Ctrl-C finishes what is in flight, then stops; a second Ctrl-C quits.
+ * One run at a time writes an output (`OUT.lock`, see outputLock.ts): a second one refuses, naming the first.
  *
  * @since 0.1.0
  */
@@ -25,6 +26,7 @@ import * as readline from "node:readline"
 import * as Batch from "../services/Batch.js"
 import { client } from "./environment.js"
 import { UsageError } from "./output.js"
+import { lockOutput } from "./outputLock.js"
 
 /**
  * Reads the `custom_id`s already in the output, first cutting a torn last line left by a crash (at its byte
@@ -123,6 +125,8 @@ export const runBatch = (input: string, output: string, concurrency: number) =>
   Effect.gen(function*() {
     if (!fs.existsSync(input)) return yield* Effect.fail(new UsageError(`no such file: ${input}`))
     if (concurrency < 1) return yield* Effect.fail(new UsageError("--concurrency must be at least 1"))
+    // before anything touches the output: a second run on it refuses, and never cuts the first one's last line
+    yield* lockOutput(output)
     const done = resumeFrom(output)
     const seen = new Set<string>()
     let bad = 0
@@ -217,7 +221,7 @@ export const runBatch = (input: string, output: string, concurrency: number) =>
         `${skipped} already done, ${bad} bad input lines`
     )
     if (progress.failed > 0 || bad > 0) process.exitCode = 1
-  })
+  }).pipe(Effect.scoped)
 
 /**
  * The `batch` command.

@@ -90,6 +90,8 @@ export interface Stats {
   readonly connections: number
   /** Injected faults by kind. */
   readonly faults: Readonly<Record<string, number>>
+  /** Requests answered 429 because the key's window was full (injected 429s are faults). */
+  readonly rateLimited: number
 }
 
 interface ActiveRule {
@@ -113,6 +115,7 @@ export class ChaosState {
   received = 0
   inFlight = 0
   aborted = 0
+  rateLimited = 0
   readonly faults: Record<string, number> = {}
   private rules: ReadonlyArray<ActiveRule> = []
   private readonly random: () => number
@@ -155,7 +158,8 @@ export class ChaosState {
       inFlight: this.inFlight,
       aborted: this.aborted,
       connections,
-      faults: { ...this.faults }
+      faults: { ...this.faults },
+      rateLimited: this.rateLimited
     }
   }
 }

@@ -337,6 +337,7 @@ export const admit = (
         yield* Effect.sleep(Math.max(1, admission.waitMs))
         continue
       }
+      state.chaos.rateLimited++
       const retryAfter = String(Math.max(1, Math.ceil(admission.waitMs / 1000)))
       const limit = admission.by === "requests" ? `${window.quota.rpm} requests` : `${window.quota.tpm} tokens`
       const per = formatGoDuration(state.windowMs)

@@ -101,3 +101,15 @@ export const limiterWaitMillis = Metric.counter("aifs_limiter_wait_ms_total", {
   description: "Milliseconds requests waited in the client's rate limiter",
   incremental: true
 })
+
+/**
+ * Times a shared limiter store (Redis) could not answer and the limiter counted in the process's own memory
+ * instead (one per outage).
+ *
+ * @since 0.2.0
+ * @category metrics
+ */
+export const limiterStoreFallbacks = Metric.counter("aifs_limiter_store_fallbacks_total", {
+  description: "Outages of the shared limiter store during which the limiter counted in the process's memory",
+  incremental: true
+})

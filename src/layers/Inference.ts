@@ -45,6 +45,7 @@ import * as Responses from "../services/Responses.js"
 import * as VectorStores from "../services/VectorStores.js"
 import type { ClientConfig } from "./ClientConfig.js"
 import * as InferenceHttp from "./InferenceHttp.js"
+import * as LimiterStore from "./LimiterStore.js"
 import * as RateLimiter from "./RateLimiter.js"
 import * as RetryPolicy from "./RetryPolicy.js"
 
@@ -147,10 +148,48 @@ export const layerHttp: Layer.Layer<Services | InferenceHttpClient, never, HttpC
 export const layerHttpLimited = (
   options: RateLimiter.Options | false = {}
 ): Layer.Layer<Services | InferenceHttpClient | RateLimiter.RateLimiter, never, HttpClient.HttpClient | ClientConfig> =>
+  options === false
+    ? withLimiter(RateLimiter.layerDisabled)
+    : layerHttpLimitedWith(options).pipe(Layer.provide(LimiterStore.layerMemory))
+
+/**
+ * `layerHttpLimited` on a `LimiterStore` you provide: the Redis store of `effect-aifs/redis` shares one key's
+ * budget between every process on it.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, Inference, LimiterStore, Node, RateLimiter } from "effect-aifs"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the limiter on a store of your choice: here the memory store; `RedisLimiterStore.layer(url)` shares it
+ * export const ClientLive: Layer.Layer<Inference.Services | RateLimiter.RateLimiter> = Inference.layerHttpLimitedWith({
+ *   window: "1 minute"
+ * }).pipe(
+ *   Layer.provide(LimiterStore.layerMemory),
+ *   Layer.provide(Node.httpClient),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-..." }))
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerHttpLimitedWith = (
+  options: RateLimiter.Options = {}
+): Layer.Layer<
+  Services | InferenceHttpClient | RateLimiter.RateLimiter,
+  never,
+  HttpClient.HttpClient | ClientConfig | LimiterStore.LimiterStore
+> => withLimiter(RateLimiter.layerFromClientConfigWith(options))
+
+const withLimiter = <R>(
+  limiter: Layer.Layer<RateLimiter.RateLimiter, never, R>
+): Layer.Layer<
+  Services | InferenceHttpClient | RateLimiter.RateLimiter,
+  never,
+  HttpClient.HttpClient | ClientConfig | R
+> =>
   layer.pipe(
     Layer.provideMerge(InferenceHttp.layer),
-    Layer.provideMerge(Layer.merge(
-      RetryPolicy.layerFromClientConfig,
-      options === false ? RateLimiter.layerDisabled : RateLimiter.layerFromClientConfig(options)
-    ))
+    Layer.provideMerge(Layer.merge(RetryPolicy.layerFromClientConfig, limiter))
   )

@@ -1,7 +1,7 @@
 /**
  * Where the rate limiter keeps its accounting: a sliding-window log per bucket (key and model). The memory
- * store serves one process; the interface is small enough for a shared store (a Redis sorted set per bucket
- * with a script for `reserve`) to let several processes share one key's budget.
+ * store serves one process; the Redis store (`effect-aifs/redis`) lets every process on a key share its budget.
+ * Every operation reads the store's own clock, so the limiter passes only durations.
  *
  * Why not `@effect/experimental`'s `RateLimiterStore`: its algorithms are a fixed window and a token bucket.
  * Both let through up to twice the limit within one window's length (a burst at the end of one window or a
@@ -13,19 +13,23 @@
  * ```ts
  * import { LimiterStore } from "effect-aifs"
  * import * as Effect from "effect/Effect"
+ * import * as TestClock from "effect/TestClock"
+ * import * as TestContext from "effect/TestContext"
  *
  * // a sliding-window log: never more than the limit in any interval of the window's length
  * const store = LimiterStore.makeMemory()
  * const limits = { requests: 2, tokens: 10_000, windowMs: 60_000 }
  *
  * const program = Effect.gen(function*() {
- *   const first = yield* store.reserve("my-key:gpt-4o", 0, 100, limits)
- *   const second = yield* store.reserve("my-key:gpt-4o", 1_000, 100, limits)
- *   const third = yield* store.reserve("my-key:gpt-4o", 2_000, 100, limits)
+ *   const first = yield* store.reserve("my-key:gpt-4o", 100, limits)
+ *   yield* TestClock.adjust("1 second")
+ *   const second = yield* store.reserve("my-key:gpt-4o", 100, limits)
+ *   yield* TestClock.adjust("1 second")
+ *   const third = yield* store.reserve("my-key:gpt-4o", 100, limits)
  *   return [first._tag, second._tag, third._tag === "Wait" ? `wait ${third.waitMs} ms` : third._tag]
  * })
  *
- * Effect.runPromise(program).then(console.log)
+ * Effect.runPromise(program.pipe(Effect.provide(TestContext.TestContext))).then(console.log)
  * // => [ 'Admitted', 'Admitted', 'wait 58000 ms' ]
  * ```
  *
@@ -143,6 +147,9 @@ export declare namespace LimiterStore {
    * What `LimiterStore` provides. Every operation is atomic and reads the store's own clock (the memory store
    * Effect's `Clock`, a shared store its server's), so processes with skewed clocks agree; the limiter passes
    * only durations. A shared store fails with `LimiterUnavailable` when it cannot answer (or falls back to memory).
+   *
+   * @since 0.1.0
+   * @category models
    */
   export interface Service {
     /**
@@ -185,6 +192,18 @@ export declare namespace LimiterStore {
      * admitted with others behind it), so a waiter looks again before its wait is over.
      */
     readonly released: (bucket: string) => Effect.Effect<void>
+  }
+
+  /**
+   * A store whose operations never fail (the memory store).
+   *
+   * @since 0.2.0
+   * @category models
+   */
+  export type Infallible = {
+    readonly [K in keyof Service]: Service[K] extends (...args: infer P) => Effect.Effect<infer A, infer _E>
+      ? (...args: P) => Effect.Effect<A>
+      : never
   }
 }
 
@@ -238,7 +257,7 @@ const waitInLine = (waiters: ReadonlyArray<Waiter>, waiter: string | undefined, 
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory = (): LimiterStore.Service => {
+export const makeMemory = (): LimiterStore.Infallible => {
   const buckets = new Map<string, Bucket>()
   let nextId = 0
   const bucketOf = (name: string): Bucket => {
@@ -293,7 +312,10 @@ export const makeMemory = (): LimiterStore.Service => {
         if (place >= 0) waiters.splice(place, 1)
         const id = ++nextId
         entries.push({ id, at: now, requests: 1, tokens })
-        return [{ _tag: "Admitted", id, usage: usageOf(entries, now, limits.windowMs) }, waiters.length > 0]
+        return [
+          { _tag: "Admitted", id, usage: usageOf(entries, now, limits.windowMs) },
+          place >= 0 && waiters.length > 0
+        ]
       }),
     adjust: (name, id, tokens, windowMs) =>
       andRelease(name, windowMs, ({ entries }, now): [Usage, boolean] => {

@@ -26,18 +26,22 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Undici from "@effect/platform-node/Undici"
 import type * as HttpClient from "@effect/platform/HttpClient"
-import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as RedisLimiterStore from "../redis.js"
 import type { GatewayHttpClient } from "../services/gateway/GatewayHttpClient.js"
 import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
 import * as ClientConfig from "./ClientConfig.js"
 import * as Gateway from "./Gateway.js"
 import * as GatewayConfig from "./GatewayConfig.js"
 import * as Inference from "./Inference.js"
+import * as LimiterStore from "./LimiterStore.js"
 import type * as RateLimiter from "./RateLimiter.js"
 
 /**
@@ -122,6 +126,47 @@ const withClientConfig = <E>(
     Layer.provide(httpClientOf(ClientConfig.ClientConfig)),
     Layer.provideMerge(config)
   )
+
+/**
+ * The limiter's environment: `AIFS_LIMITER_REDIS_URL` (a Redis server shared by every process on the key; unset or
+ * empty: this process's memory), `AIFS_LIMITER_REDIS_PREFIX` (default `aifs`) and `AIFS_LIMITER_WINDOW` (the
+ * server's window, default a minute).
+ *
+ * @since 0.2.0
+ * @category config
+ */
+export const limiterFromEnv = Config.all({
+  redisUrl: Config.option(Config.redacted("AIFS_LIMITER_REDIS_URL")).pipe(
+    Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
+  ),
+  redisPrefix: Config.string("AIFS_LIMITER_REDIS_PREFIX").pipe(Config.withDefault("aifs")),
+  window: Config.option(ClientConfig.duration("AIFS_LIMITER_WINDOW"))
+})
+
+/**
+ * The layers from the environment: the client's configuration, and the limiter's (a store that cannot be used, a
+ * malformed URL or refused credentials, is a `ConfigError` naming `AIFS_LIMITER_REDIS_URL`).
+ */
+const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(limiterFromEnv, (env) => {
+    if (options.rateLimiter === false) return withClientConfig(ClientConfig.layerFromEnv, options)
+    const rateLimiter = {
+      ...Option.match(env.window, { onNone: () => ({}), onSome: (window) => ({ window }) }),
+      ...options.rateLimiter
+    }
+    const store = Option.match(env.redisUrl, {
+      onNone: () => LimiterStore.layerMemory,
+      onSome: (url) =>
+        RedisLimiterStore.layer(url, { prefix: env.redisPrefix }).pipe(
+          Layer.mapError((error) => ConfigError.InvalidData(["AIFS_LIMITER_REDIS_URL"], error.message))
+        )
+    })
+    return Inference.layerHttpLimitedWith(rateLimiter).pipe(
+      Layer.provide(store),
+      Layer.provide(httpClientOf(ClientConfig.ClientConfig)),
+      Layer.provideMerge(ClientConfig.layerFromEnv)
+    )
+  }))
 
 /**
  * Everything, from options.
@@ -223,9 +268,7 @@ export const layerConfig = (
  * @since 0.1.0
  * @category layers
  */
-export const layerFromEnv: Layer.Layer<Services, ConfigError.ConfigError> = withClientConfig(
-  ClientConfig.layerFromEnv
-)
+export const layerFromEnv: Layer.Layer<Services, ConfigError.ConfigError> = fromEnv({})
 
 /**
  * Everything from the environment, with limiter settings.
@@ -251,7 +294,7 @@ export const layerFromEnv: Layer.Layer<Services, ConfigError.ConfigError> = with
  * @category layers
  */
 export const layerFromEnvWith = (options: LayerOptions): Layer.Layer<Services, ConfigError.ConfigError> =>
-  withClientConfig(ClientConfig.layerFromEnv, options)
+  fromEnv(options)
 
 /**
  * The undici HTTP client with the default connect timeout, for composing the layers yourself.

@@ -743,7 +743,40 @@ export const layerWith = (
  * @category layers
  */
 export const layerFromClientConfig = (options: Options = {}): Layer.Layer<RateLimiter, never, ClientConfig> =>
-  Layer.unwrapEffect(Effect.map(ClientConfig, (config) => layer({ tier: config.tier, ...options })))
+  layerFromClientConfigWith(options).pipe(Layer.provide(layerMemory))
+
+/**
+ * A limiter whose tier comes from the `ClientConfig`, on a store you provide (the default estimator).
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, LimiterStore, RateLimiter } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ *
+ * // the tier from the configuration, the store yours: `RedisLimiterStore.layer(url)` shares it between processes
+ * const LimiterLive = RateLimiter.layerFromClientConfigWith().pipe(
+ *   Layer.provide(LimiterStore.layerMemory),
+ *   Layer.provide(ClientConfig.layer({ apiKey: "gen-...", tier: "standard4000" }))
+ * )
+ *
+ * const program = Effect.flatMap(RateLimiter.RateLimiter, (limiter) =>
+ *   limiter.wouldWait({ key: "my-key", model: "gpt-4o", tokens: 1000 }))
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(LimiterLive))).then(console.log)
+ * // => false
+ * ```
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerFromClientConfigWith = (
+  options: Options = {}
+): Layer.Layer<RateLimiter, never, ClientConfig | LimiterStore> =>
+  Layer.unwrapEffect(
+    Effect.map(ClientConfig, (config) =>
+      layerWith({ tier: config.tier, ...options }).pipe(Layer.provide(TokenEstimator.layer)))
+  )
 
 const noPermit: Permit = {
   tokens: 0,

@@ -86,15 +86,18 @@ const tsconfig = {
   include: ["quickstart.ts", "quickstart.cts"]
 }
 
-const probe = (kind: "esm" | "cjs") => {
+/** `redis`: the optional peer ioredis is installed, so the `effect-aifs/redis` entry must load too. */
+const probe = (kind: "esm" | "cjs", redis: boolean) => {
   const load = (specifier: string) => kind === "esm" ? `await import("${specifier}")` : `require("${specifier}")`
   const body = [
     `const root = ${load("effect-aifs")}`,
     `const chat = ${load("effect-aifs/services/Chat")}`,
     `const node = ${load("effect-aifs/layers/Node")}`,
+    `const redis = ${redis ? load("effect-aifs/redis") : "{ layer: () => {} }"}`,
     "const ok = typeof root.Chat.Chat === 'function' && root.Chat.Chat.key === 'effect-aifs/Chat'",
     "  && chat.Chat === root.Chat.Chat && node.layerFromEnv === root.Node.layerFromEnv",
     "  && typeof root.Errors.RateLimited === 'function' && Object.keys(root).length > 40",
+    "  && typeof redis.layer === 'function'",
     "if (!ok) { console.error(Object.keys(root)); process.exit(1) }"
   ].join("\n")
   return kind === "esm" ? ["--input-type=module", "-e", body] : ["-e", body]
@@ -145,11 +148,11 @@ const installApp = (work: string, name: string, tarball: string, peers: Readonly
 }
 
 /** One copy of effect, import and require, the quickstart's types, and the CLI through npx. */
-const checkApp = (app: string, code: string) => {
+const checkApp = (app: string, code: string, redis: boolean) => {
   const effects = copiesOf(app, "effect")
   if (effects.length !== 1) fail(`expected one copy of effect, found ${effects.length}: ${effects.join(", ")}`)
-  run(process.execPath, probe("esm"), { cwd: app })
-  run(process.execPath, probe("cjs"), { cwd: app })
+  run(process.execPath, probe("esm", redis), { cwd: app })
+  run(process.execPath, probe("cjs", redis), { cwd: app })
   writeFileSync(join(app, "quickstart.ts"), code)
   writeFileSync(join(app, "quickstart.cts"), code)
   writeFileSync(join(app, "tsconfig.json"), JSON.stringify(tsconfig))
@@ -194,10 +197,10 @@ const main = async () => {
     console.error(`packing (builds dist/) into ${work}`)
     const tarball = join(work, run("npm", ["pack", "--silent", "--pack-destination", work], { cwd: root }).trim())
     const app = installApp(work, "readme", tarball, install.filter((arg) => arg !== "effect-aifs"))
-    checkApp(app, code)
+    checkApp(app, code, install.includes("ioredis"))
     const bundles = await checkBundles(app, code)
     const lowest = lowestPeers()
-    checkApp(installApp(work, "lowest", tarball, lowest), code)
+    checkApp(installApp(work, "lowest", tarball, lowest), code, true)
     console.log(
       `effect copies 1, ESM ok, CJS ok, quickstart types ok, npx aifs ok, ${bundles}, tarball ` +
         `${kb(statSync(tarball).size)}; the same with the lowest peers (${lowest.join(" ")}) ok`

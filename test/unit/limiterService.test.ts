@@ -235,7 +235,12 @@ describe("what observers and metrics see", () => {
         yield* permit.reconcile(20)
         yield* permit.refund
         yield* permit.cancel
-        yield* limiter.learn("key", "m", new RateLimitInfo({ limitRequests: 5, remainingRequests: 1, observedAt: 0 }), 200)
+        yield* limiter.learn(
+          "key",
+          "m",
+          new RateLimitInfo({ limitRequests: 5, remainingRequests: 1, observedAt: 0 }),
+          200
+        )
       }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, recording)))
       assert.deepStrictEqual(
         logs,

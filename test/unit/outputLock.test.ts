@@ -1,0 +1,76 @@
+/**
+ * The output lock of `aifs batch` (src/cli/outputLock.ts): one run at a time per output, the holder named to the
+ * one refused, a dead holder's lock taken over, a live one's never, the lock gone when the run ends.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { lockOutput } from "../../src/cli/outputLock.js"
+import { tempDir } from "../helpers/tempDir.js"
+
+/** The pid of a process that has just exited (so certainly not alive, and not reused this soon). */
+const deadPid = (): number =>
+  Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).stdout.toString())
+
+const holderOf = (lock: string) => JSON.parse(fs.readFileSync(lock, "utf8")) as { pid: number; host: string }
+
+describe("the batch output lock", () => {
+  it.scoped("is held for the run and removed when it ends, failed or not", () =>
+    Effect.gen(function*() {
+      const output = path.join(yield* tempDir("aifs-lock-"), "out.jsonl")
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* lockOutput(output)
+        assert.deepInclude(holderOf(`${output}.lock`), { pid: process.pid, host: os.hostname() })
+      }))
+      assert.isFalse(fs.existsSync(`${output}.lock`))
+      const failed = yield* Effect.exit(Effect.scoped(Effect.zipRight(lockOutput(output), Effect.fail("boom"))))
+      assert.isTrue(Exit.isFailure(failed))
+      assert.isFalse(fs.existsSync(`${output}.lock`))
+    }))
+
+  it.scoped("a second run on the same output is refused at once, naming the holder, and takes nothing", () =>
+    Effect.gen(function*() {
+      const output = path.join(yield* tempDir("aifs-lock-"), "out.jsonl")
+      yield* lockOutput(output)
+      const second = yield* Effect.flip(Effect.scoped(lockOutput(output)))
+      assert.strictEqual(second.name, "UsageError")
+      assert.include(second.message, `pid ${process.pid} on ${os.hostname()}`)
+      assert.include(second.message, output)
+      assert.notInclude(second.message, "\n")
+      // the first run's lock is untouched
+      assert.strictEqual(holderOf(`${output}.lock`).pid, process.pid)
+    }))
+
+  it.scoped("a lock left by a run that died (kill -9) is taken over", () =>
+    Effect.gen(function*() {
+      const output = path.join(yield* tempDir("aifs-lock-"), "out.jsonl")
+      const dead = deadPid()
+      fs.writeFileSync(`${output}.lock`, JSON.stringify({ pid: dead, host: os.hostname(), started: "earlier" }))
+      yield* lockOutput(output)
+      assert.strictEqual(holderOf(`${output}.lock`).pid, process.pid)
+      assert.isFalse(fs.existsSync(`${output}.lock.takeover`))
+    }))
+
+  it.scoped("a takeover guard left by a dead run is cleared; a lock from another machine is never taken", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("aifs-lock-")
+      const output = path.join(dir, "out.jsonl")
+      const dead = deadPid()
+      fs.writeFileSync(`${output}.lock`, JSON.stringify({ pid: dead, host: os.hostname(), started: "earlier" }))
+      fs.writeFileSync(`${output}.lock.takeover`, JSON.stringify({ pid: dead, host: os.hostname(), started: "" }))
+      yield* lockOutput(output)
+      assert.strictEqual(holderOf(`${output}.lock`).pid, process.pid)
+
+      const other = path.join(dir, "other.jsonl")
+      fs.writeFileSync(`${other}.lock`, JSON.stringify({ pid: dead, host: "elsewhere", started: "earlier" }))
+      const refused = yield* Effect.flip(Effect.scoped(lockOutput(other)))
+      assert.include(refused.message, "on elsewhere")
+      assert.strictEqual(holderOf(`${other}.lock`).host, "elsewhere")
+      // no file of the lock's own making is left beside it
+      assert.sameMembers(fs.readdirSync(dir), ["out.jsonl.lock", "other.jsonl.lock"])
+    }))
+})
