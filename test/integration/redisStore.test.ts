@@ -7,15 +7,26 @@ import { assert, describe, inject, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Metric from "effect/Metric"
 import * as Scope from "effect/Scope"
 import { Redis } from "ioredis"
 import { afterAll, beforeAll } from "vitest"
+import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RedisLimiterStore from "../../src/redis.js"
 import { startRedis } from "../helpers/redisServer.js"
 import { atTime, conformsToModel, signalsReleases, waitsAreExact } from "../helpers/storeConformance.js"
 
 const url = inject("redisUrl")
+
+/** A script that keeps the server busy for 500 ms (DEBUG SLEEP is disabled by default since Redis 7). */
+const busyFor500ms = `
+local start = redis.call('TIME')
+while true do
+  local t = redis.call('TIME')
+  if (t[1] - start[1]) * 1000000 + (t[2] - start[2]) > 500000 then return 0 end
+end`
 
 describe.skipIf(url === undefined)("the Redis limiter store", () => {
   let client: Redis
@@ -135,5 +146,108 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
     } finally {
       await secured.stop()
     }
+  })
+
+  describe("when the server is lost", () => {
+    const limits = { requests: 1_000, tokens: 1_000_000, windowMs: 60_000 }
+    /** The store's warnings and infos, and the store, on a server of its own. */
+    const withLogs = (logs: Array<string>) =>
+      Effect.provide(Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => logs.push(`${logLevel.label} ${String(message)}`))
+      ))
+
+    it("counts in memory with one warning and the metric, then goes back to Redis when it answers again", async () => {
+      const server = await startRedis({ password: "lost-pass" })
+      let restarted: Awaited<ReturnType<typeof startRedis>> | undefined
+      const logs: Array<string> = []
+      try {
+        await Effect.runPromise(
+          Effect.gen(function*() {
+            const store = yield* LimiterStore.LimiterStore
+            const fallbacks = () => Effect.map(Metric.value(ClientMetrics.limiterStoreFallbacks), (s) => s.count)
+            const before = yield* fallbacks()
+            const onRedis = yield* store.reserve("b", 1, limits)
+            assert.isTrue(onRedis._tag === "Admitted" && onRedis.id > 0, "counted on the server")
+            yield* Effect.promise(() => server.stop())
+            const inMemory = yield* store.reserve("b", 1, limits)
+            assert.isTrue(inMemory._tag === "Admitted" && inMemory.id < 0, "counted in memory")
+            // the entry counted on the server cannot be settled now: the memory's usage answers, nothing fails
+            if (onRedis._tag === "Admitted") {
+              const usage = yield* store.remove("b", onRedis.id, limits.windowMs)
+              assert.deepInclude(usage, { requests: 1, tokens: 1 })
+            }
+            yield* store.reserve("b", 1, limits)
+            assert.strictEqual((yield* fallbacks()) - before, 1, "one outage, counted once")
+            assert.lengthOf(logs.filter((l) => l.startsWith("WARN")), 1)
+            restarted = yield* Effect.promise(() => startRedis({ port: server.port, password: "lost-pass" }))
+            // ioredis reconnects on its own schedule (a second at most here): bounded in tries and time
+            let back = false
+            for (let i = 0; i < 100 && !back; i++) {
+              yield* Effect.sleep("100 millis")
+              const answer = yield* store.reserve("b", 1, limits)
+              back = answer._tag === "Admitted" && answer.id > 0
+            }
+            assert.isTrue(back, "counted on the server again")
+            assert.isTrue(logs.some((l) => l.startsWith("INFO") && l.includes("answers again")), logs.join("\n"))
+            for (const line of logs) assert.notInclude(line, "lost-pass")
+          }).pipe(
+            Effect.provide(RedisLimiterStore.layer(server.url, { retryAfter: "50 millis", timeout: "200 millis" })),
+            withLogs(logs)
+          )
+        )
+      } finally {
+        await restarted?.stop()
+        await server.stop()
+      }
+    }, 30_000)
+
+    it(
+      "with onUnavailable \"fail\", an operation fails with LimiterUnavailable naming the store, not its password",
+      async () => {
+        const server = await startRedis({ password: "fail-pass" })
+        try {
+          const error = await Effect.runPromise(
+            Effect.gen(function*() {
+              const store = yield* LimiterStore.LimiterStore
+              yield* store.reserve("b", 1, limits)
+              yield* Effect.promise(() => server.stop())
+              return yield* Effect.flip(store.reserve("b", 1, limits))
+            }).pipe(
+              Effect.provide(RedisLimiterStore.layer(server.url, { onUnavailable: "fail", timeout: "200 millis" }))
+            )
+          )
+          assert.strictEqual(error._tag, "LimiterUnavailable")
+          assert.include(error.message, `127.0.0.1:${server.port}`)
+          assert.notInclude(error.message, "fail-pass")
+        } finally {
+          await server.stop()
+        }
+      },
+      30_000
+    )
+
+    it("a server too slow to answer within the time limit counts as lost", async () => {
+      const server = await startRedis()
+      const blocker = new Redis(server.url, { lazyConnect: true })
+      try {
+        await blocker.connect()
+        const answer = await Effect.runPromise(
+          Effect.gen(function*() {
+            const store = yield* LimiterStore.LimiterStore
+            yield* store.reserve("b", 1, limits)
+            // the server busy for half a second (a script that spins): the operation's 100 ms run out
+            void blocker.eval(busyFor500ms, 0).catch(() => undefined)
+            yield* Effect.sleep("20 millis")
+            return yield* Effect.flip(store.reserve("b", 1, limits))
+          }).pipe(Effect.provide(RedisLimiterStore.layer(server.url, { onUnavailable: "fail", timeout: "100 millis" })))
+        )
+        assert.strictEqual(answer._tag, "LimiterUnavailable")
+        assert.include(answer.message, "no answer within 100ms", answer.message)
+      } finally {
+        blocker.disconnect()
+        await server.stop()
+      }
+    }, 30_000)
   })
 })
