@@ -371,3 +371,38 @@ export const signalsReleases = async (makeStore: MakeStore) => {
   )
   assert.isFalse(await signalled(() => at(7)(store.leave("b", "w2"))), "the last waiter leaves: nobody to tell")
 }
+
+/**
+ * No process starves: limiters (waiters) that each want one request after another share a bucket, each coming back
+ * exactly when told. Once told to wait, a waiter is admitted before any other is admitted twice (the line is first
+ * come, first served, and an admitted waiter that wants more joins it at the back), and every one is served.
+ */
+export const servesInTurn = async (makeStore: MakeStore, waiters: ReadonlyArray<string>, admissions: number) => {
+  const store = await makeStore()
+  const limits = { requests: 2, tokens: 1_000, windowMs: 1_000 }
+  const due = new Map(waiters.map((w) => [w, 0]))
+  // per waiter in line: how many times each other waiter was admitted since it joined
+  const passedBy = new Map<string, Map<string, number>>()
+  const served = new Map(waiters.map((w) => [w, 0]))
+  let total = 0
+  for (let step = 0; step < 100 * admissions && total < admissions; step++) {
+    const [who, at] = [...due].reduce((a, b) => (b[1] < a[1] ? b : a))
+    const answer = await Effect.runPromise(atTime(at)(store.reserve("b", 10, limits, who)))
+    if (answer._tag === "Admitted") {
+      total++
+      served.set(who, served.get(who)! + 1)
+      passedBy.delete(who)
+      for (const [waiting, counts] of passedBy) {
+        const times = (counts.get(who) ?? 0) + 1
+        counts.set(who, times)
+        assert.isAtMost(times, 1, `${who} admitted twice while ${waiting} waited in line`)
+      }
+    } else {
+      assert.strictEqual(answer._tag, "Wait")
+      if (answer._tag === "Wait") due.set(who, at + answer.waitMs)
+      if (!passedBy.has(who)) passedBy.set(who, new Map())
+    }
+  }
+  assert.strictEqual(total, admissions)
+  for (const [who, count] of served) assert.isAtLeast(count, Math.floor(admissions / waiters.length) - 1, who)
+}

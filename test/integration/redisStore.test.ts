@@ -16,7 +16,7 @@ import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RedisLimiterStore from "../../src/redis.js"
 import { startRedis } from "../helpers/redisServer.js"
-import { atTime, conformsToModel, signalsReleases, waitsAreExact } from "../helpers/storeConformance.js"
+import { atTime, conformsToModel, servesInTurn, signalsReleases, waitsAreExact } from "../helpers/storeConformance.js"
 
 const url = inject("redisUrl")
 
@@ -69,6 +69,11 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
     },
     60_000
   )
+
+  it("serves processes in turn: once told to wait, a process goes before any other goes twice; none starves", async () => {
+    await servesInTurn(() => fresh(), ["a", "b", "c"], 60)
+    await servesInTurn(() => fresh(), ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"], 100)
+  })
 
   it(
     "signals capacity coming back to every process: a lowered or removed entry, the first waiter admitted",

@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
 import * as SlidingWindowLog from "../../src/internal/slidingWindow.js"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
-import { atTime, conformsToModel, signalsReleases, waitsAreExact } from "../helpers/storeConformance.js"
+import { atTime, conformsToModel, servesInTurn, signalsReleases, waitsAreExact } from "../helpers/storeConformance.js"
 
 const memory = () => Promise.resolve(LimiterStore.makeMemory())
 
@@ -18,6 +18,11 @@ describe("LimiterStore.makeMemory", () => {
 
   it("a wait is exact: one millisecond earlier the request still waits, at the end of the wait it is admitted", async () => {
     await waitsAreExact(memory, 100)
+  })
+
+  it("serves waiters in turn: once told to wait, a waiter goes before any other goes twice; none starves", async () => {
+    await servesInTurn(memory, ["a", "b", "c"], 60)
+    await servesInTurn(memory, ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"], 100)
   })
 
   it("signals capacity coming back: a lowered or removed entry, the first waiter admitted with others behind", async () => {
