@@ -137,7 +137,7 @@ export const make = (
     const keysOf = (bucket: string) => {
       const tag = `{${prefix}:${bucket}}`
       return {
-        keys: [`${tag}:log`, `${tag}:val`, `${tag}:line`, `${tag}:due`, `${tag}:seq`],
+        keys: [`${tag}:log`, `${tag}:val`, `${tag}:line`, `${tag}:due`, `${tag}:seq`, `${tag}:sum`],
         channel: `${tag}:released`
       }
     }
@@ -218,7 +218,7 @@ export const make = (
       usage: (bucket, windowMs) =>
         Effect.map(run("read the usage", scripts.usage, bucket, windowMs, []), (reply) => usageFrom(reply, 0)),
       leave: (bucket, waiter) => Effect.asVoid(run("leave the line", scripts.leave, bucket, 0, [waiter])),
-      released: (bucket) => subscriber.next(keysOf(bucket).channel)
+      released: (bucket, waiter) => subscriber.next(keysOf(bucket).channel, waiter)
     }
     if (failMode) return redis
     return withFallback(redis, memory, name, retryAfterMs)
@@ -239,29 +239,36 @@ const subscriberOf = (client: Client) =>
       }),
       (duplicate) => Effect.sync(() => duplicate.disconnect())
     )
+    // the wake-ups awaited, by channel and waiter: a message names the waiter first in line, the only one to wake
     const waiting = new Map<string, Set<() => void>>()
-    connection.on("message", (channel: string) => {
-      const resumes = waiting.get(channel)
+    const keyOf = (channel: string, waiter: string) => `${channel}\n${waiter}`
+    connection.on("message", (channel: string, waiter: string) => {
+      const key = keyOf(channel, waiter)
+      const resumes = waiting.get(key)
       if (resumes === undefined) return
-      waiting.delete(channel)
+      waiting.delete(key)
       for (const resume of resumes) resume()
     })
     const subscribed = new Set<string>()
     return {
-      next: (channel: string): Effect.Effect<void> =>
+      next: (channel: string, waiter: string): Effect.Effect<void> =>
         Effect.async<void>((resume) => {
+          const key = keyOf(channel, waiter)
           const wake = () => resume(Effect.void)
-          let resumes = waiting.get(channel)
+          let resumes = waiting.get(key)
           if (resumes === undefined) {
             resumes = new Set()
-            waiting.set(channel, resumes)
+            waiting.set(key, resumes)
           }
           resumes.add(wake)
           if (!subscribed.has(channel)) {
             subscribed.add(channel)
             connection.subscribe(channel).catch(() => subscribed.delete(channel))
           }
-          return Effect.sync(() => waiting.get(channel)?.delete(wake))
+          return Effect.sync(() => {
+            resumes.delete(wake)
+            if (resumes.size === 0 && waiting.get(key) === resumes) waiting.delete(key)
+          })
         })
     }
   })
@@ -332,7 +339,7 @@ const withFallback = (
       either(redis.topUp(bucket, count, windowMs), memory.topUp(bucket, count, windowMs)),
     usage: (bucket, windowMs) => either(redis.usage(bucket, windowMs), memory.usage(bucket, windowMs)),
     leave: (bucket, waiter) => either(redis.leave(bucket, waiter), memory.leave(bucket, waiter)),
-    released: (bucket) => Effect.raceFirst(redis.released(bucket), memory.released(bucket))
+    released: (bucket, waiter) => Effect.raceFirst(redis.released(bucket, waiter), memory.released(bucket, waiter))
   }
 }
 

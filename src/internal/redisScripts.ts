@@ -9,14 +9,20 @@
  *   KEYS[3] line  sorted set: waiter -> its arrival order
  *   KEYS[4] due   hash: waiter -> when it was told to come back (ms)
  *   KEYS[5] seq   the last id given out (entry ids and arrival orders)
+ *   KEYS[6] sum   hash: r -> the requests of the log, t -> its tokens (kept with every change, so that a bucket's
+ *                 usage costs the same with ten entries or ten thousand)
  * ARGV[1] is the time in ms, or "" for the server's (`TIME`); ARGV[2] the window in ms; ARGV[3] the waiters' grace
- * in ms; ARGV[4] the channel that hears of capacity coming back; the operation's own arguments follow.
+ * in ms; ARGV[4] the channel that hears of capacity coming back (its message: the waiter now first in line, the
+ * only one that can use it); the operation's own arguments follow.
+ *
+ * Costs: an admission with nobody waiting is O(log n) in the entries of the window; a wait reads the oldest entries
+ * in pages until enough of them would have left.
  * @internal
  */
 
 const prelude = `
 if redis.replicate_commands then redis.replicate_commands() end
-local log, val, line, due, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local log, val, line, due, seq, sum = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local window = tonumber(ARGV[2])
 local grace = tonumber(ARGV[3])
 local channel = ARGV[4]
@@ -31,28 +37,54 @@ end
 local function fmt(n) return string.format('%.0f', n) end
 
 -- every key lives as long as its longest possible use: an entry a window, a waiter a wait (at most a window) and
--- its grace; all are refreshed together, so the id counter never restarts while an id is in use
+-- its grace; all are refreshed together (one expiry time), so they go together and the id counter never restarts
+-- while an id is in use
 local function keep()
   local ttl = 2 * window + grace + 1000
   for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ttl) end
 end
 
-local function valueOf(id)
-  local v = redis.call('HGET', val, id)
+local function parse(v)
   if not v then return 0, 0 end
   local r, t = string.match(v, '^(%d+):(%d+)$')
   return tonumber(r), tonumber(t)
 end
 
+local function count(r, t)
+  if r ~= 0 then redis.call('HINCRBY', sum, 'r', r) end
+  if t ~= 0 then redis.call('HINCRBY', sum, 't', t) end
+end
+
+local function add(id, at, r, t)
+  redis.call('ZADD', log, fmt(at), id)
+  redis.call('HSET', val, id, fmt(r) .. ':' .. fmt(t))
+  count(r, t)
+end
+
+local function drop(ids)
+  if #ids == 0 then return end
+  local vals = redis.call('HMGET', val, unpack(ids))
+  local r, t = 0, 0
+  for i = 1, #ids do
+    local vr, vt = parse(vals[i])
+    r, t = r + vr, t + vt
+  end
+  redis.call('ZREM', log, unpack(ids))
+  redis.call('HDEL', val, unpack(ids))
+  count(-r, -t)
+end
+
+local function head() return redis.call('ZRANGE', line, 0, 0)[1] end
+
 local function prune()
-  local gone = redis.call('ZRANGEBYSCORE', log, '-inf', fmt(now - window))
-  for i = 1, #gone, 1000 do
-    redis.call('ZREM', log, unpack(gone, i, math.min(i + 999, #gone)))
-    redis.call('HDEL', val, unpack(gone, i, math.min(i + 999, #gone)))
+  while true do
+    local gone = redis.call('ZRANGEBYSCORE', log, '-inf', fmt(now - window), 'LIMIT', 0, 1000)
+    if #gone == 0 then break end
+    drop(gone)
   end
   -- a waiter past its time and grace has left without saying so
   while true do
-    local first = redis.call('ZRANGE', line, 0, 0)[1]
+    local first = head()
     if not first then break end
     local back = tonumber(redis.call('HGET', due, first) or '0')
     if back + grace >= now then break end
@@ -61,28 +93,40 @@ local function prune()
   end
 end
 
--- the entries in time order, with their counts
-local function entries()
-  local ids = redis.call('ZRANGE', log, 0, -1, 'WITHSCORES')
-  local out = {}
-  for i = 1, #ids, 2 do
-    local r, t = valueOf(ids[i])
-    out[#out + 1] = { at = tonumber(ids[i + 1]), requests = r, tokens = t }
-  end
-  return out
-end
-
 local function usage()
-  local requests, tokens = 0, 0
-  for _, v in ipairs(redis.call('HVALS', val)) do
-    local r, t = string.match(v, '^(%d+):(%d+)$')
-    requests = requests + tonumber(r)
-    tokens = tokens + tonumber(t)
-  end
+  local totals = redis.call('HMGET', sum, 'r', 't')
   local oldest = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
   local next = 0
   if oldest[2] then next = tonumber(oldest[2]) + window - now end
-  return requests, tokens, next
+  return tonumber(totals[1] or '0'), tonumber(totals[2] or '0'), next
+end
+
+-- how long until the oldest entries that must leave have left: requests beyond the limit with one more, tokens
+-- beyond it with these (read oldest first, a page at a time, only as far as needed)
+local function waits(requestsOver, tokensOver)
+  local requestsWait, tokensWait = 0, 0
+  local from = 0
+  while requestsOver > 0 or tokensOver > 0 do
+    local page = redis.call('ZRANGE', log, from, from + 99, 'WITHSCORES')
+    if #page == 0 then break end
+    local ids = {}
+    for i = 1, #page, 2 do ids[#ids + 1] = page[i] end
+    local vals = redis.call('HMGET', val, unpack(ids))
+    for i = 1, #ids do
+      local r, t = parse(vals[i])
+      local leaves = tonumber(page[2 * i]) + window - now
+      if requestsOver > 0 then
+        requestsOver = requestsOver - r
+        if requestsOver <= 0 then requestsWait = leaves end
+      end
+      if tokensOver > 0 then
+        tokensOver = tokensOver - t
+        if tokensOver <= 0 then tokensWait = leaves end
+      end
+    end
+    from = from + 100
+  end
+  return requestsWait, tokensWait
 end
 
 local function nextId()
@@ -91,7 +135,19 @@ local function nextId()
   return id
 end
 
-local function released() redis.call('PUBLISH', channel, '') end
+-- capacity came back: the waiter first in line (if any) looks again
+local function released()
+  local first = head()
+  if first then redis.call('PUBLISH', channel, first) end
+end
+
+local function leaveLine(waiter)
+  local first = head()
+  if redis.call('ZREM', line, waiter) == 1 then
+    redis.call('HDEL', due, waiter)
+    if first == waiter then released() end
+  end
+end
 
 local function answer(...)
   local requests, tokens, next = usage()
@@ -107,56 +163,29 @@ end
 export const reserve = `${prelude}
 local tokens, maxRequests, maxTokens, waiter = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 prune()
-local inLine = waiter ~= '' and redis.call('ZSCORE', line, waiter) ~= false
-local first = redis.call('ZRANGE', line, 0, 0)[1]
 if tokens > maxTokens then
-  if inLine then
-    redis.call('ZREM', line, waiter)
-    redis.call('HDEL', due, waiter)
-    if first == waiter and redis.call('ZCARD', line) > 0 then released() end
-  end
+  if waiter ~= '' then leaveLine(waiter) end
   return { 'TooLarge' }
 end
 local requests, used = usage()
-local requestsWait, tokensWait = 0, 0
-if requests + 1 > maxRequests or used + tokens > maxTokens then
-  local all = entries()
-  if requests + 1 > maxRequests then
-    local excess = requests + 1 - maxRequests
-    for _, e in ipairs(all) do
-      excess = excess - e.requests
-      if excess <= 0 then requestsWait = e.at + window - now; break end
-    end
-  end
-  if used + tokens > maxTokens then
-    local left = used
-    for _, e in ipairs(all) do
-      left = left - e.tokens
-      if left + tokens <= maxTokens then tokensWait = e.at + window - now; break end
-    end
-  end
-end
+local requestsWait, tokensWait = waits(requests + 1 - maxRequests, used + tokens - maxTokens)
 local wait = math.max(0, requestsWait, tokensWait)
+local first = head()
 if waiter ~= '' and first and first ~= waiter then
   wait = math.max(wait, tonumber(redis.call('HGET', due, first)) - now, 1)
 end
 if wait > 0 then
   if waiter ~= '' then
-    if not inLine then redis.call('ZADD', line, fmt(nextId()), waiter) end
+    if not redis.call('ZSCORE', line, waiter) then redis.call('ZADD', line, fmt(nextId()), waiter) end
     redis.call('HSET', due, waiter, fmt(now + wait))
   end
   keep()
   return answer('Wait', wait)
 end
-if inLine then
-  redis.call('ZREM', line, waiter)
-  redis.call('HDEL', due, waiter)
-end
-local id = nextId()
-redis.call('ZADD', log, fmt(now), fmt(id))
-redis.call('HSET', val, fmt(id), '1:' .. fmt(tokens))
+local id = fmt(nextId())
+add(id, now, 1, tokens)
 keep()
-if inLine and redis.call('ZCARD', line) > 0 then released() end
+if waiter ~= '' then leaveLine(waiter) end
 return answer('Admitted', id)
 `
 
@@ -165,8 +194,9 @@ export const adjust = `${prelude}
 local id, tokens = ARGV[5], tonumber(ARGV[6])
 prune()
 if redis.call('ZSCORE', log, id) then
-  local r, t = valueOf(id)
+  local r, t = parse(redis.call('HGET', val, id))
   redis.call('HSET', val, id, fmt(r) .. ':' .. fmt(tokens))
+  count(0, tokens - t)
   if tokens < t then released() end
 end
 return answer()
@@ -176,8 +206,8 @@ return answer()
 export const remove = `${prelude}
 local id = ARGV[5]
 prune()
-if redis.call('ZREM', log, id) == 1 then
-  redis.call('HDEL', val, id)
+if redis.call('ZSCORE', log, id) then
+  drop({ id })
   released()
 end
 return answer()
@@ -200,16 +230,13 @@ export const topUp = `${prelude}
 local requests, requestsAge, tokens, tokensAge = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 prune()
 local counted, used = usage()
-local function add(at, r, t)
-  -- usage dated a whole window ago or more has already left it
-  if at + window <= now then return end
-  -- usage learnt from the server is no request of this store's: its id is never one a caller settles
-  local id = 'u' .. fmt(nextId())
-  redis.call('ZADD', log, fmt(at), id)
-  redis.call('HSET', val, id, fmt(r) .. ':' .. fmt(t))
+local function learnt(at, r, t)
+  -- usage dated a whole window ago or more has already left it; usage learnt from the server is no request of
+  -- this store's: its id is never one a caller settles
+  if at + window > now then add('u' .. fmt(nextId()), at, r, t) end
 end
-if requests > counted then add(now - requestsAge, requests - counted, 0) end
-if tokens > used then add(now - tokensAge, 0, tokens - used) end
+if requests > counted then learnt(now - requestsAge, requests - counted, 0) end
+if tokens > used then learnt(now - tokensAge, 0, tokens - used) end
 keep()
 return answer()
 `
@@ -221,11 +248,6 @@ return answer()
 
 /** ARGV[5] waiter. */
 export const leave = `${prelude}
-local waiter = ARGV[5]
-local first = redis.call('ZRANGE', line, 0, 0)[1]
-if redis.call('ZREM', line, waiter) == 1 then
-  redis.call('HDEL', due, waiter)
-  if first == waiter and redis.call('ZCARD', line) > 0 then released() end
-end
+leaveLine(ARGV[5])
 return {}
 `

@@ -188,10 +188,11 @@ export declare namespace LimiterStore {
     /** Gives up `waiter`'s place in the bucket's line. */
     readonly leave: (bucket: string, waiter: string) => Effect.Effect<void, LimiterUnavailable>
     /**
-     * Completes when capacity comes back in the bucket (an entry removed or lowered, or the first waiter
-     * admitted with others behind it), so a waiter looks again before its wait is over.
+     * Completes when capacity comes back in the bucket for `waiter`, first in its line (an entry removed or
+     * lowered, or the waiter ahead of it admitted, refused or gone), so that it looks again before its wait is over.
+     * Only the first waiter is woken: everyone behind it would be told to wait again.
      */
-    readonly released: (bucket: string) => Effect.Effect<void>
+    readonly released: (bucket: string, waiter: string) => Effect.Effect<void>
   }
 
   /**
@@ -221,7 +222,8 @@ interface Waiter {
 interface Bucket {
   readonly entries: Array<Entry>
   readonly waiters: Array<Waiter>
-  released: Deferred.Deferred<void> | undefined
+  /** The wake-ups of waiters awaiting `released`, by waiter. */
+  readonly released: Map<string, Deferred.Deferred<void>>
 }
 
 // kept in time order: entries are pruned from the front
@@ -263,7 +265,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
   const bucketOf = (name: string): Bucket => {
     let bucket = buckets.get(name)
     if (bucket === undefined) {
-      bucket = { entries: [], waiters: [], released: undefined }
+      bucket = { entries: [], waiters: [], released: new Map() }
       buckets.set(name, bucket)
     }
     return bucket
@@ -282,10 +284,13 @@ export const makeMemory = (): LimiterStore.Infallible => {
         return f(bucket, now)
       })
     )
+  /** Wakes the waiter first in line, if it awaits `released`. */
   const release = (bucket: Bucket): Effect.Effect<void> => {
-    const signal = bucket.released
-    bucket.released = undefined
-    return signal === undefined ? Effect.void : Deferred.succeed(signal, undefined)
+    const first = bucket.waiters[0]
+    const signal = first === undefined ? undefined : bucket.released.get(first.id)
+    if (signal === undefined) return Effect.void
+    bucket.released.delete(first!.id)
+    return Deferred.succeed(signal, undefined)
   }
   const andRelease = <A>(name: string, windowMs: number, f: (bucket: Bucket, now: number) => [A, boolean]) =>
     Effect.flatMap(
@@ -300,7 +305,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
         const place = waiter === undefined ? -1 : waiters.findIndex((w) => w.id === waiter)
         if (tokens > limits.tokens) {
           if (place >= 0) waiters.splice(place, 1)
-          return [{ _tag: "TooLarge" }, place === 0 && waiters.length > 0]
+          return [{ _tag: "TooLarge" }, place === 0]
         }
         const { requestsWaitMs, tokensWaitMs } = SlidingWindowLog.waitFor(entries, now, tokens, limits)
         const waitMs = waitInLine(waiters, waiter, now, Math.max(requestsWaitMs, tokensWaitMs))
@@ -314,7 +319,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
         entries.push({ id, at: now, requests: 1, tokens })
         return [
           { _tag: "Admitted", id, usage: usageOf(entries, now, limits.windowMs) },
-          place >= 0 && waiters.length > 0
+          place === 0
         ]
       }),
     adjust: (name, id, tokens, windowMs) =>
@@ -355,13 +360,17 @@ export const makeMemory = (): LimiterStore.Infallible => {
         const bucket = bucketOf(name)
         const place = bucket.waiters.findIndex((w) => w.id === waiter)
         if (place >= 0) bucket.waiters.splice(place, 1)
-        return place === 0 && bucket.waiters.length > 0 ? release(bucket) : Effect.void
+        return place === 0 ? release(bucket) : Effect.void
       }),
-    released: (name) =>
+    released: (name, waiter) =>
       Effect.suspend(() => {
-        const bucket = bucketOf(name)
-        if (bucket.released === undefined) bucket.released = Deferred.unsafeMake<void>(undefined as never)
-        return Deferred.await(bucket.released)
+        const { released } = bucketOf(name)
+        let signal = released.get(waiter)
+        if (signal === undefined) {
+          signal = Deferred.unsafeMake<void>(undefined as never)
+          released.set(waiter, signal)
+        }
+        return Deferred.await(signal)
       })
   }
 }

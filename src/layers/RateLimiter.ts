@@ -507,7 +507,7 @@ export const make = (
             yield* restore(Effect.raceAll([
               Effect.sleep(Duration.millis(reservation.waitMs)),
               Deferred.await(wake),
-              store.released(bucket.id)
+              store.released(bucket.id, waiter)
             ]))
             // Stryker disable next-line ConditionalExpression,EqualityOperator: a stale wake-up nobody awaits is harmless: the next sleeper sets its own, a release just completes it
             if (bucket.wake === wake) bucket.wake = undefined

@@ -332,16 +332,17 @@ export const waitsAreExact = (makeStore: MakeStore, numRuns: number) =>
   )
 
 /**
- * Capacity coming back is signalled: `released` completes when an entry is removed or lowered, and when the first
- * waiter is admitted with others behind it (and not for an entry raised or restamped).
+ * Capacity coming back is signalled to the waiter first in line, and to it alone: `released` completes when an entry
+ * is removed or lowered, and when the waiter ahead of it is admitted or leaves (and not for an entry raised or
+ * restamped, nor for a waiter behind the first).
  */
 export const signalsReleases = async (makeStore: MakeStore) => {
   const store = await makeStore()
   const limits = { requests: 2, tokens: 100, windowMs: 60_000 }
   const at = (now: number) => <A>(effect: Effect.Effect<A, unknown>) => Effect.runPromise(atTime(now)(effect))
-  /** Whether `released` completes while `action` runs (it is awaited from before the action). */
-  const signalled = async (action: () => Promise<unknown>) => {
-    const fiber = Effect.runFork(store.released("b"))
+  /** Whether `released` completes for `waiter` while `action` runs (it is awaited from before the action). */
+  const signalled = async (waiter: string, action: () => Promise<unknown>) => {
+    const fiber = Effect.runFork(store.released("b", waiter))
     // the subscription of a shared store is in place before the action
     await Effect.runPromise(Effect.sleep("20 millis"))
     await action()
@@ -352,24 +353,32 @@ export const signalsReleases = async (makeStore: MakeStore) => {
   const first = await at(0)(store.reserve("b", 10, limits))
   const second = await at(0)(store.reserve("b", 10, limits))
   if (first._tag !== "Admitted" || second._tag !== "Admitted") throw new Error("both fit")
-  assert.isFalse(await signalled(() => at(1)(store.adjust("b", first.id, 50, limits.windowMs))), "raised: no signal")
-  assert.isFalse(await signalled(() => at(1)(store.restamp("b", first.id, limits.windowMs))), "restamped: no signal")
-  assert.isTrue(await signalled(() => at(2)(store.adjust("b", first.id, 0, limits.windowMs))), "lowered")
-  // two waiters in line; the first leaves: the second may go
-  assert.strictEqual((await at(3)(store.reserve("b", 10, limits, "w1")))._tag, "Wait")
+  assert.strictEqual((await at(1)(store.reserve("b", 10, limits, "w1")))._tag, "Wait")
+  assert.isFalse(await signalled("w1", () => at(1)(store.adjust("b", first.id, 50, limits.windowMs))), "raised")
+  assert.isFalse(await signalled("w1", () => at(1)(store.restamp("b", first.id, limits.windowMs))), "restamped")
+  assert.isTrue(await signalled("w1", () => at(2)(store.adjust("b", first.id, 0, limits.windowMs))), "lowered")
+  // w2 behind w1: capacity coming back is w1's to use
   assert.strictEqual((await at(3)(store.reserve("b", 10, limits, "w2")))._tag, "Wait")
-  assert.isTrue(await signalled(() => at(4)(store.remove("b", second.id, limits.windowMs))), "removed")
+  assert.isFalse(await signalled("w2", () => at(4)(store.adjust("b", second.id, 0, limits.windowMs))), "not first")
+  assert.isTrue(await signalled("w1", () => at(4)(store.remove("b", second.id, limits.windowMs))), "removed")
   assert.isTrue(
-    await signalled(async () =>
-      assert.strictEqual((await at(5)(store.reserve("b", 10, limits, "w1")))._tag, "Admitted")
+    await signalled(
+      "w2",
+      async () => assert.strictEqual((await at(5)(store.reserve("b", 10, limits, "w1")))._tag, "Admitted")
     ),
-    "the first waiter admitted with another behind it"
+    "the waiter ahead admitted"
   )
+  // w3 behind w2; w2 leaves: w3 is first now
+  assert.strictEqual((await at(6)(store.reserve("b", 10, limits, "w3")))._tag, "Wait")
   assert.isFalse(
-    await signalled(async () => assert.strictEqual((await at(6)(store.reserve("b", 10, limits, "w2")))._tag, "Wait")),
-    "a waiter told to wait again"
+    await signalled(
+      "w3",
+      async () => assert.strictEqual((await at(6)(store.reserve("b", 10, limits, "w2")))._tag, "Wait")
+    ),
+    "a waiter ahead told to wait again"
   )
-  assert.isFalse(await signalled(() => at(7)(store.leave("b", "w2"))), "the last waiter leaves: nobody to tell")
+  assert.isTrue(await signalled("w3", () => at(7)(store.leave("b", "w2"))), "the waiter ahead left")
+  assert.isFalse(await signalled("w3", () => at(8)(store.leave("b", "w3"))), "the last waiter leaves: nobody to tell")
 }
 
 /**
@@ -405,4 +414,27 @@ export const servesInTurn = async (makeStore: MakeStore, waiters: ReadonlyArray<
   }
   assert.strictEqual(total, admissions)
   for (const [who, count] of served) assert.isAtLeast(count, Math.floor(admissions / waiters.length) - 1, who)
+}
+
+/**
+ * A wait that needs many entries to leave (a store may read them a page at a time) is the moment the last of them
+ * leaves: 300 entries of 3 tokens, one per millisecond; a request of `n` tokens waits for the first `k` to leave.
+ */
+export const waitsPastManyEntries = async (makeStore: MakeStore) => {
+  const store = await makeStore()
+  const limits = { requests: 1_000, tokens: 1_000, windowMs: 10_000 }
+  for (let i = 0; i < 300; i++) {
+    assert.strictEqual((await Effect.runPromise(atTime(i)(store.reserve("many", 3, limits))))._tag, "Admitted")
+  }
+  // at 500 ms, 900 tokens are counted: n tokens fit once ceil((900 + n - 1000) / 3) entries have left
+  for (const n of [101, 250, 400, 700, 1_000]) {
+    const answer = await Effect.runPromise(atTime(500)(store.reserve("many", n, limits)))
+    const leaving = Math.ceil((900 + n - 1_000) / 3)
+    assert.deepStrictEqual(answer._tag === "Wait" ? answer.waitMs : answer._tag, leaving - 1 + limits.windowMs - 500)
+  }
+  // the requests: with a limit of 300, the 301st waits for the oldest
+  const full = await Effect.runPromise(atTime(600)(store.reserve("many", 0, { ...limits, requests: 300 })))
+  assert.deepStrictEqual(full._tag === "Wait" ? full.waitMs : full._tag, limits.windowMs - 600)
+  // and 100 tokens fit at once
+  assert.strictEqual((await Effect.runPromise(atTime(600)(store.reserve("many", 100, limits))))._tag, "Admitted")
 }

@@ -16,7 +16,14 @@ import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RedisLimiterStore from "../../src/redis.js"
 import { startRedis } from "../helpers/redisServer.js"
-import { atTime, conformsToModel, servesInTurn, signalsReleases, waitsAreExact } from "../helpers/storeConformance.js"
+import {
+  atTime,
+  conformsToModel,
+  servesInTurn,
+  signalsReleases,
+  waitsAreExact,
+  waitsPastManyEntries
+} from "../helpers/storeConformance.js"
 
 const url = inject("redisUrl")
 
@@ -70,6 +77,10 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
     60_000
   )
 
+  it("a wait that needs hundreds of entries to leave is exact", async () => {
+    await waitsPastManyEntries(() => fresh())
+  })
+
   it("serves processes in turn: once told to wait, a process goes before any other goes twice; none starves", async () => {
     await servesInTurn(() => fresh(), ["a", "b", "c"], 60)
     await servesInTurn(() => fresh(), ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"], 100)
@@ -89,7 +100,7 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
     await Effect.runPromise(atTime(1_000)(store.reserve("key\u0000m", 10, limits, "w1")))
     await Effect.runPromise(atTime(1_000)(store.reserve("key\u0000m", 10, limits, "w2")))
     const keys = await client.keys("{tags:*")
-    assert.sameMembers(keys, ["log", "val", "line", "due", "seq"].map((k) => `{tags:key\u0000m}:${k}`))
+    assert.sameMembers(keys, ["log", "val", "line", "due", "seq", "sum"].map((k) => `{tags:key\u0000m}:${k}`))
     for (const key of keys) {
       const ttl = await client.pttl(key)
       assert.isAbove(ttl, 0, key)

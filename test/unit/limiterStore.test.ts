@@ -7,7 +7,14 @@ import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
 import * as SlidingWindowLog from "../../src/internal/slidingWindow.js"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
-import { atTime, conformsToModel, servesInTurn, signalsReleases, waitsAreExact } from "../helpers/storeConformance.js"
+import {
+  atTime,
+  conformsToModel,
+  servesInTurn,
+  signalsReleases,
+  waitsAreExact,
+  waitsPastManyEntries
+} from "../helpers/storeConformance.js"
 
 const memory = () => Promise.resolve(LimiterStore.makeMemory())
 
@@ -18,6 +25,10 @@ describe("LimiterStore.makeMemory", () => {
 
   it("a wait is exact: one millisecond earlier the request still waits, at the end of the wait it is admitted", async () => {
     await waitsAreExact(memory, 100)
+  })
+
+  it("a wait that needs hundreds of entries to leave is exact", async () => {
+    await waitsPastManyEntries(memory)
   })
 
   it("serves waiters in turn: once told to wait, a waiter goes before any other goes twice; none starves", async () => {
