@@ -88,6 +88,8 @@ const scripts = {
 
 type Client = IORedis.Redis | IORedis.Cluster
 
+const isCluster = (client: Client): client is IORedis.Cluster => client.isCluster
+
 // The optional peer, loaded only when a store connects by URL: an app that uses no Redis store never loads it,
 // and its name in a variable keeps bundlers from insisting on finding it.
 const ioredisName = "ioredis"
@@ -232,20 +234,30 @@ const subscriberOf = (client: Client) =>
   Effect.gen(function*() {
     const connection = yield* Effect.acquireRelease(
       Effect.sync(() => {
-        const duplicate = client.duplicate()
+        // connected now, and queueing while disconnected (the operations' client may do neither): a subscription
+        // asked for while the server is away goes out when it returns, and ioredis subscribes again after a
+        // reconnect. No ready check: its INFO, sent after a first SUBSCRIBE, is refused in subscriber mode and
+        // resets the connection
+        const options = { lazyConnect: false, enableOfflineQueue: true, enableReadyCheck: false }
+        const duplicate = isCluster(client) ? client.duplicate([], options) : client.duplicate(options)
         // failures are seen by the operations; a subscriber that cannot connect only misses wake-ups
         duplicate.on("error", () => {})
         return duplicate
       }),
       (duplicate) => Effect.sync(() => duplicate.disconnect())
     )
-    // the wake-ups awaited, by channel and waiter: a message names the waiter first in line, the only one to wake
+    // the wake-ups awaited, by channel and waiter: a message names the waiter first in line, the only one to wake;
+    // one that comes while its waiter is not listening (between its answer and its sleep) is kept for it
     const waiting = new Map<string, Set<() => void>>()
+    const kept = new Set<string>()
     const keyOf = (channel: string, waiter: string) => `${channel}\n${waiter}`
     connection.on("message", (channel: string, waiter: string) => {
       const key = keyOf(channel, waiter)
       const resumes = waiting.get(key)
-      if (resumes === undefined) return
+      if (resumes === undefined) {
+        kept.add(key)
+        return
+      }
       waiting.delete(key)
       for (const resume of resumes) resume()
     })
@@ -254,6 +266,7 @@ const subscriberOf = (client: Client) =>
       next: (channel: string, waiter: string): Effect.Effect<void> =>
         Effect.async<void>((resume) => {
           const key = keyOf(channel, waiter)
+          if (kept.delete(key)) return resume(Effect.void)
           const wake = () => resume(Effect.void)
           let resumes = waiting.get(key)
           if (resumes === undefined) {

@@ -172,7 +172,8 @@ local requestsWait, tokensWait = waits(requests + 1 - maxRequests, used + tokens
 local wait = math.max(0, requestsWait, tokensWait)
 local first = head()
 if waiter ~= '' and first and first ~= waiter then
-  wait = math.max(wait, tonumber(redis.call('HGET', due, first)) - now, 1)
+  -- behind another: until that one is surely gone (woken sooner, by name, as soon as this one is first)
+  wait = math.max(wait, tonumber(redis.call('HGET', due, first)) + grace + 1 - now)
 end
 if wait > 0 then
   if waiter ~= '' then

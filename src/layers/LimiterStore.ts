@@ -38,6 +38,7 @@
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
 import type { LimiterUnavailable } from "../schemas/Errors.js"
@@ -222,7 +223,7 @@ interface Waiter {
 interface Bucket {
   readonly entries: Array<Entry>
   readonly waiters: Array<Waiter>
-  /** The wake-ups of waiters awaiting `released`, by waiter. */
+  /** The wake-ups of waiters by waiter: awaited by `released`, or kept for its next call. */
   readonly released: Map<string, Deferred.Deferred<void>>
 }
 
@@ -244,13 +245,14 @@ const usageOf = (entries: ReadonlyArray<Entry>, now: number, windowMs: number): 
 }
 
 /**
- * How long `waiter` waits: its own wait when it does not fit, else until the waiter ahead of it is due (and
- * past its grace: then the place is lost).
+ * How long `waiter` waits: its own wait when it is first in line (or uses no line); behind another, until that one
+ * is surely gone (its time and grace past: then its place is lost). It is woken sooner by `released` as soon as it is
+ * first, so the long timer only matters when a wake-up is lost.
  */
 const waitInLine = (waiters: ReadonlyArray<Waiter>, waiter: string | undefined, now: number, waitMs: number) => {
   const first = waiters[0]
   if (waiter === undefined || first === undefined || first.id === waiter) return waitMs
-  return Math.max(waitMs, first.comeBack - now, 1)
+  return Math.max(waitMs, first.comeBack + waiterGraceMs + 1 - now)
 }
 
 /**
@@ -284,13 +286,18 @@ export const makeMemory = (): LimiterStore.Infallible => {
         return f(bucket, now)
       })
     )
-  /** Wakes the waiter first in line, if it awaits `released`. */
+  /** Wakes the waiter first in line: now if it awaits `released`, else at its next `released` (kept for it). */
   const release = (bucket: Bucket): Effect.Effect<void> => {
     const first = bucket.waiters[0]
-    const signal = first === undefined ? undefined : bucket.released.get(first.id)
-    if (signal === undefined) return Effect.void
-    bucket.released.delete(first!.id)
-    return Deferred.succeed(signal, undefined)
+    return first === undefined ? Effect.void : Deferred.succeed(signalOf(bucket, first.id), undefined)
+  }
+  const signalOf = (bucket: Bucket, waiter: string): Deferred.Deferred<void> => {
+    let signal = bucket.released.get(waiter)
+    if (signal === undefined) {
+      signal = Deferred.unsafeMake<void>(FiberId.none)
+      bucket.released.set(waiter, signal)
+    }
+    return signal
   }
   const andRelease = <A>(name: string, windowMs: number, f: (bucket: Bucket, now: number) => [A, boolean]) =>
     Effect.flatMap(
@@ -364,13 +371,13 @@ export const makeMemory = (): LimiterStore.Infallible => {
       }),
     released: (name, waiter) =>
       Effect.suspend(() => {
-        const { released } = bucketOf(name)
-        let signal = released.get(waiter)
-        if (signal === undefined) {
-          signal = Deferred.unsafeMake<void>(undefined as never)
-          released.set(waiter, signal)
-        }
-        return Deferred.await(signal)
+        const bucket = bucketOf(name)
+        const signal = signalOf(bucket, waiter)
+        // a wake-up is used once
+        return Effect.zipLeft(
+          Deferred.await(signal),
+          Effect.sync(() => bucket.released.get(waiter) === signal && bucket.released.delete(waiter))
+        )
       })
   }
 }

@@ -194,7 +194,7 @@ export const conformsToModel = (makeStore: MakeStore, numRuns: number) =>
               const first = model.waiters[0]
               const ahead = who !== undefined && first !== undefined && first.id !== who
               const fit = model.fitsAt(now, step.tokens, limits) ? 0 : model.earliestFit(now, step.tokens, limits) - now
-              const waitMs = ahead ? Math.max(fit, first.comeBack - now, 1) : fit
+              const waitMs = ahead ? Math.max(fit, first.comeBack + LimiterStore.waiterGraceMs + 1 - now) : fit
               if (waitMs === 0) {
                 assert.strictEqual(answer._tag, "Admitted", `${JSON.stringify(step)} at ${now}`)
                 if (answer._tag !== "Admitted") break
@@ -334,12 +334,14 @@ export const waitsAreExact = (makeStore: MakeStore, numRuns: number) =>
 /**
  * Capacity coming back is signalled to the waiter first in line, and to it alone: `released` completes when an entry
  * is removed or lowered, and when the waiter ahead of it is admitted or leaves (and not for an entry raised or
- * restamped, nor for a waiter behind the first).
+ * restamped, nor for a waiter behind the first). A wake-up that comes while its waiter is not listening is kept for
+ * its next `released`, once.
  */
 export const signalsReleases = async (makeStore: MakeStore) => {
   const store = await makeStore()
   const limits = { requests: 2, tokens: 100, windowMs: 60_000 }
   const at = (now: number) => <A>(effect: Effect.Effect<A, unknown>) => Effect.runPromise(atTime(now)(effect))
+  const nothing = () => Promise.resolve()
   /** Whether `released` completes for `waiter` while `action` runs (it is awaited from before the action). */
   const signalled = async (waiter: string, action: () => Promise<unknown>) => {
     const fiber = Effect.runFork(store.released("b", waiter))
@@ -357,9 +359,11 @@ export const signalsReleases = async (makeStore: MakeStore) => {
   assert.isFalse(await signalled("w1", () => at(1)(store.adjust("b", first.id, 50, limits.windowMs))), "raised")
   assert.isFalse(await signalled("w1", () => at(1)(store.restamp("b", first.id, limits.windowMs))), "restamped")
   assert.isTrue(await signalled("w1", () => at(2)(store.adjust("b", first.id, 0, limits.windowMs))), "lowered")
-  // w2 behind w1: capacity coming back is w1's to use
+  assert.isFalse(await signalled("w1", nothing), "a wake-up is used once")
+  // w2 behind w1: capacity coming back is w1's to use, kept for it while it does not listen
   assert.strictEqual((await at(3)(store.reserve("b", 10, limits, "w2")))._tag, "Wait")
   assert.isFalse(await signalled("w2", () => at(4)(store.adjust("b", second.id, 0, limits.windowMs))), "not first")
+  assert.isTrue(await signalled("w1", nothing), "kept for the first waiter")
   assert.isTrue(await signalled("w1", () => at(4)(store.remove("b", second.id, limits.windowMs))), "removed")
   assert.isTrue(
     await signalled(

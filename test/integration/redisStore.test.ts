@@ -4,8 +4,10 @@
  * processes, the server's clock, and what a bad URL or password does.
  */
 import { assert, describe, inject, it } from "@effect/vitest"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Metric from "effect/Metric"
@@ -93,6 +95,26 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
     },
     30_000
   )
+
+  it("a store on a connection of its own (from a URL with a password) wakes a waiter from its first wait", async () => {
+    const limits = { requests: 1, tokens: 100, windowMs: 60_000 }
+    const secured = await startRedis({ password: "sub-pass" })
+    const woken = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      yield* Effect.addFinalizer(() => Effect.promise(secured.stop))
+      const store = yield* Effect.map(
+        Layer.build(RedisLimiterStore.layer(secured.url, { clock: "effect" })),
+        Context.get(LimiterStore.LimiterStore)
+      )
+      // listening from the start, while the store's connections are still being made
+      const wake = yield* Effect.fork(store.released("b", "w1"))
+      const entry = yield* atTime(0)(store.reserve("b", 10, limits))
+      assert.strictEqual((yield* atTime(1)(store.reserve("b", 10, limits, "w1")))._tag, "Wait")
+      yield* Effect.sleep("50 millis")
+      if (entry._tag === "Admitted") yield* atTime(2)(store.remove("b", entry.id, limits.windowMs))
+      return yield* Effect.timeout(Fiber.join(wake), "1 second").pipe(Effect.option)
+    })))
+    assert.strictEqual(woken._tag, "Some")
+  }, 30_000)
 
   it("keeps every key of a bucket under one hash tag, and every key expires", async () => {
     const store = await fresh({ prefix: "tags" })
