@@ -20,7 +20,7 @@ import * as RedisLimiterStore from "../src/redis.js"
 import { startRedis } from "../test/helpers/redisServer.js"
 import { fixed, percentile, type Report, type Target } from "./common.js"
 
-const windowMs = Number(process.env.BENCH_SHARED_WINDOW_MS ?? 4000)
+const windowMs = Number(process.env.BENCH_SHARED_WINDOW_MS ?? 10_000)
 const total = Number(process.env.BENCH_SHARED_REQUESTS ?? 80)
 const processCounts = [1, 2, 4, 8]
 /** The basic tier: 20 requests per window (tokens do not bind: 80 requests of ~60 tokens). */
@@ -60,6 +60,7 @@ const scriptCalls = async (client: Redis): Promise<number> => {
   const info = await client.info("commandstats")
   return [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
 }
+
 
 const runOnce = (processes: number, redisUrl: string | undefined, prefix: string) =>
   Effect.scoped(Effect.gen(function*() {

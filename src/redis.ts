@@ -90,6 +90,11 @@ type Client = IORedis.Redis | IORedis.Cluster
 
 const isCluster = (client: Client): client is IORedis.Cluster => client.isCluster
 
+const commandTimeoutOf = (client: Client): number | undefined =>
+  isCluster(client) ? client.options.redisOptions?.commandTimeout : client.options.commandTimeout
+
+const defaultTimeout = Duration.millis(250)
+
 // The optional peer, loaded only when a store connects by URL: an app that uses no Redis store never loads it,
 // and its name in a variable keeps bundlers from insisting on finding it.
 const ioredisName = "ioredis"
@@ -129,7 +134,7 @@ export const make = (
 ): Effect.Effect<LimiterStore.LimiterStore.Service, never, Scope.Scope> =>
   Effect.gen(function*() {
     const prefix = options.prefix ?? "aifs"
-    const timeout = Duration.decode(options.timeout ?? Duration.millis(250))
+    const timeout = Duration.decode(options.timeout ?? defaultTimeout)
     const retryAfterMs = Duration.toMillis(Duration.decode(options.retryAfter ?? Duration.seconds(1)))
     const failMode = options.onUnavailable === "fail"
     const name = options.name ?? "redis"
@@ -144,8 +149,16 @@ export const make = (
       }
     }
 
+    // a client with a command timeout of its own (ours has the store's) times each operation without a fiber
+    // and a timer of Effect's per operation, a third of an admission's cost on loopback
+    const timedByClient = commandTimeoutOf(client) !== undefined
+    const timedOut = `no answer within ${Duration.format(timeout)}`
     const unavailable = (operation: string, cause: unknown) =>
-      new LimiterUnavailable({ message: `the limiter store (${name}) failed to ${operation}: ${describe(cause)}` })
+      new LimiterUnavailable({
+        message: `the limiter store (${name}) failed to ${operation}: ${
+          cause instanceof Error && cause.message === "Command timed out" ? timedOut : describe(cause)
+        }`
+      })
 
     const evaluate = (s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string | number>) =>
       Effect.tryPromise({
@@ -173,10 +186,9 @@ export const make = (
       Effect.clockWith((clock) => {
         const { channel, keys } = keysOf(bucket)
         const now = options.clock === "effect" ? String(clock.unsafeCurrentTimeMillis()) : ""
-        return evaluate(s, keys, [now, windowMs, LimiterStore.waiterGraceMs, channel, ...args]).pipe(
-          Effect.timeoutFail({ duration: timeout, onTimeout: () => `no answer within ${Duration.format(timeout)}` }),
-          Effect.mapError((cause) => unavailable(operation, cause))
-        )
+        const answer = evaluate(s, keys, [now, windowMs, LimiterStore.waiterGraceMs, channel, ...args])
+        return (timedByClient ? answer : Effect.timeoutFail(answer, { duration: timeout, onTimeout: () => timedOut }))
+          .pipe(Effect.mapError((cause) => unavailable(operation, cause)))
       })
 
     const usageFrom = (reply: ReadonlyArray<string | number>, from: number): LimiterStore.Usage => ({
@@ -186,20 +198,26 @@ export const make = (
     })
 
     const redis: LimiterStore.LimiterStore.Service = {
-      reserve: (bucket, tokens, limits, waiter) =>
+      reserve: (bucket, tokens, limits, waiter, more) =>
         Effect.map(
           run("reserve", scripts.reserve, bucket, limits.windowMs, [
             tokens,
             limits.requests,
             limits.tokens,
-            waiter ?? ""
+            waiter ?? "",
+            more === true ? 1 : 0
           ]),
-          (reply): LimiterStore.Reservation =>
-            reply[0] === "TooLarge"
-              ? { _tag: "TooLarge" }
-              : reply[0] === "Wait"
-              ? { _tag: "Wait", waitMs: Number(reply[1]), usage: usageFrom(reply, 2) }
-              : { _tag: "Admitted", id: Number(reply[1]), usage: usageFrom(reply, 2) }
+          (reply): LimiterStore.Reservation => {
+            if (reply[0] === "TooLarge") return { _tag: "TooLarge" }
+            if (reply[0] === "Wait") return { _tag: "Wait", waitMs: Number(reply[1]), usage: usageFrom(reply, 2) }
+            const queuedMs = Number(reply[2])
+            return {
+              _tag: "Admitted",
+              id: Number(reply[1]),
+              usage: usageFrom(reply, 3),
+              ...(queuedMs >= 0 ? { queuedMs } : {})
+            }
+          }
         ),
       adjust: (bucket, id, tokens, windowMs) =>
         Effect.map(run("adjust", scripts.adjust, bucket, windowMs, [id, tokens]), (reply) => usageFrom(reply, 0)),
@@ -334,11 +352,11 @@ const withFallback = (
         ? memory[operation](bucket, -id, windowMs)
         : either(redis[operation](bucket, id, windowMs), memory.usage(bucket, windowMs))
   return {
-    reserve: (bucket, tokens, limits, waiter) =>
+    reserve: (bucket, tokens, limits, waiter, more) =>
       either(
-        redis.reserve(bucket, tokens, limits, waiter),
+        redis.reserve(bucket, tokens, limits, waiter, more),
         Effect.map(
-          memory.reserve(bucket, tokens, limits, waiter),
+          memory.reserve(bucket, tokens, limits, waiter, more),
           (r) => r._tag === "Admitted" ? { ...r, id: -r.id } : r
         )
       ),
@@ -386,6 +404,7 @@ const connect = (url: string, options: Options) =>
           enableOfflineQueue: false,
           maxRetriesPerRequest: 1,
           connectTimeout: 2_000,
+          commandTimeout: Duration.toMillis(Duration.decode(options.timeout ?? defaultTimeout)),
           retryStrategy: (times) => Math.min(100 * times, 2_000)
         })
         // failures are seen by the operations, which fall back or fail as configured

@@ -159,9 +159,13 @@ local function answer(...)
 end
 `
 
-/** ARGV[5] tokens, ARGV[6] request limit, ARGV[7] token limit, ARGV[8] waiter ("" for none). */
+/**
+ * ARGV[5] tokens, ARGV[6] request limit, ARGV[7] token limit, ARGV[8] waiter ("" for none), ARGV[9] "1" when the
+ * waiter has more to send (an admitted one keeps a place at the back of the line when others wait).
+ */
 export const reserve = `${prelude}
 local tokens, maxRequests, maxTokens, waiter = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local more = ARGV[9] == '1' 
 prune()
 if tokens > maxTokens then
   if waiter ~= '' then leaveLine(waiter) end
@@ -186,8 +190,14 @@ end
 local id = fmt(nextId())
 add(id, now, 1, tokens)
 keep()
-if waiter ~= '' then leaveLine(waiter) end
-return answer('Admitted', id)
+if waiter == '' then return answer('Admitted', id, -1) end
+leaveLine(waiter)
+local next = head()
+if not more or not next then return answer('Admitted', id, -1) end
+local queued = tonumber(redis.call('HGET', due, next)) + grace + 1 - now
+redis.call('ZADD', line, fmt(nextId()), waiter)
+redis.call('HSET', due, waiter, fmt(now + queued))
+return answer('Admitted', id, queued)
 `
 
 /** ARGV[5] id, ARGV[6] tokens. */

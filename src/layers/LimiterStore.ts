@@ -80,7 +80,16 @@ export interface Usage {
  * @category models
  */
 export type Reservation =
-  | { readonly _tag: "Admitted"; readonly id: number; readonly usage: Usage }
+  | {
+    readonly _tag: "Admitted"
+    readonly id: number
+    readonly usage: Usage
+    /**
+     * With `more`, when others wait: the waiter's next request has a place at the back of the line already, and
+     * waits this long (or until woken as first) before it asks.
+     */
+    readonly queuedMs?: number | undefined
+  }
   | { readonly _tag: "Wait"; readonly waitMs: number; readonly usage: Usage }
   | { readonly _tag: "TooLarge" }
 
@@ -156,13 +165,16 @@ export declare namespace LimiterStore {
     /**
      * If one request of `tokens` fits in the bucket now, and no other waiter is ahead of `waiter` in the bucket's
      * line, counts it; else says how long to wait and keeps `waiter`'s place in the line (first come, first
-     * served across every process on the store). Without `waiter`, the line is not consulted.
+     * served across every process on the store). Without `waiter`, the line is not consulted. With `more` (the
+     * waiter has another request to send after this one), an admitted waiter keeps a place at the back of the line
+     * when others wait, so that its next request need not ask only to be told to queue.
      */
     readonly reserve: (
       bucket: string,
       tokens: number,
       limits: Limits,
-      waiter?: string
+      waiter?: string,
+      more?: boolean
     ) => Effect.Effect<Reservation, LimiterUnavailable>
     /** Sets the tokens of a counted entry (reconciling with the real usage). */
     readonly adjust: (
@@ -307,7 +319,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
   const indexOf = (bucket: Bucket, id: number) => bucket.entries.findIndex((e) => e.id === id)
 
   return {
-    reserve: (name, tokens, limits, waiter) =>
+    reserve: (name, tokens, limits, waiter, more) =>
       andRelease(name, limits.windowMs, ({ entries, waiters }, now): [Reservation, boolean] => {
         const place = waiter === undefined ? -1 : waiters.findIndex((w) => w.id === waiter)
         if (tokens > limits.tokens) {
@@ -324,10 +336,12 @@ export const makeMemory = (): LimiterStore.Infallible => {
         if (place >= 0) waiters.splice(place, 1)
         const id = ++nextId
         entries.push({ id, at: now, requests: 1, tokens })
-        return [
-          { _tag: "Admitted", id, usage: usageOf(entries, now, limits.windowMs) },
-          place === 0
-        ]
+        const usage = usageOf(entries, now, limits.windowMs)
+        const first = waiters[0]
+        if (!more || waiter === undefined || first === undefined) return [{ _tag: "Admitted", id, usage }, place === 0]
+        const queuedMs = waitInLine(waiters, waiter, now, 0)
+        waiters.push({ id: waiter, comeBack: now + queuedMs })
+        return [{ _tag: "Admitted", id, usage, queuedMs }, place === 0]
       }),
     adjust: (name, id, tokens, windowMs) =>
       andRelease(name, windowMs, ({ entries }, now): [Usage, boolean] => {

@@ -230,6 +230,11 @@ interface Bucket {
   fromHeaders: boolean
   marginMs: number
   blockedUntil: number
+  /**
+   * Until when the store keeps this limiter's next request a place at the back of its line (taken with the last
+   * admission while others waited), so that it waits without asking; 0 when it keeps none.
+   */
+  queuedUntil: number
   widenedAt: number
   waiting: number
   /** The usage the store reported with its last answer, and when (for observers, without asking it again). */
@@ -302,6 +307,7 @@ export const make = (
           fromHeaders: false,
           marginMs: baseMarginMs,
           blockedUntil: 0,
+          queuedUntil: 0,
           widenedAt: Number.NEGATIVE_INFINITY,
           waiting: 0,
           usage: { requests: 0, tokens: 0, nextExpiryMs: 0 },
@@ -483,14 +489,20 @@ export const make = (
             settleMargin(bucket, now)
             // capacity that comes back while the store answers is not missed: the count tells
             const releases = bucket.releases
+            const queuedUntil = bucket.queuedUntil
+            bucket.queuedUntil = 0
+            if (queuedUntil > now) inLine = true
             const reservation = bucket.blockedUntil > now
               ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
-              : yield* store.reserve(bucket.id, request.tokens, limitsOf(bucket), waiter)
+              : queuedUntil > now
+              ? { _tag: "Wait" as const, waitMs: queuedUntil - now }
+              : yield* store.reserve(bucket.id, request.tokens, limitsOf(bucket), waiter, bucket.waiting > 1)
             if (reservation._tag !== "TooLarge" && "usage" in reservation) {
               yield* noted(bucket)(reservation.usage)
               inLine = reservation._tag === "Wait"
             }
             if (reservation._tag === "Admitted") {
+              if (reservation.queuedMs !== undefined) bucket.queuedUntil = now + reservation.queuedMs
               const granted = permit(bucket, reservation.id, request.tokens)
               onGranted?.(granted)
               yield* Metric.increment(ClientMetrics.limiterAdmitted)
@@ -549,7 +561,10 @@ export const make = (
                     node.state = "gone"
                   } else handOn(bucket)
                   node.resume = undefined
-                  return publish(bucket)
+                  // a place kept in the store's line for a next request that nobody here will send is given up
+                  if (bucket.waiting > 0 || bucket.queuedUntil === 0) return publish(bucket)
+                  bucket.queuedUntil = 0
+                  return Effect.zipRight(Effect.ignore(store.leave(bucket.id, waiter)), publish(bucket))
                 })
               )
             )

@@ -83,6 +83,7 @@ type Op =
     readonly tokens: number
     readonly requests: number
     readonly waiter: number
+    readonly more: boolean
   }
   | { readonly op: "adjust"; readonly bucket: number; readonly pick: number; readonly tokens: number }
   | { readonly op: "remove"; readonly bucket: number; readonly pick: number }
@@ -118,7 +119,8 @@ const ops = (windowMs: number) =>
           bucket,
           tokens: FastCheck.nat(120),
           requests: FastCheck.integer({ min: 1, max: 5 }),
-          waiter
+          waiter,
+          more: FastCheck.boolean()
         }),
         weight: 6
       },
@@ -184,7 +186,7 @@ export const conformsToModel = (makeStore: MakeStore, numRuns: number) =>
             case "reserve": {
               const limits = { requests: step.requests, tokens: 100, windowMs }
               const who = waiters[step.waiter]
-              const answer = await run(store.reserve(name, step.tokens, limits, who))
+              const answer = await run(store.reserve(name, step.tokens, limits, who, step.more))
               const place = model.waiters.findIndex((w) => w.id === who)
               if (step.tokens > limits.tokens) {
                 assert.deepStrictEqual(answer, { _tag: "TooLarge" })
@@ -206,6 +208,15 @@ export const conformsToModel = (makeStore: MakeStore, numRuns: number) =>
                 ids.push({ bucket: step.bucket, id: answer.id })
                 model.entries.push({ id: answer.id, at: now, requests: 1, tokens: step.tokens })
                 if (place >= 0) model.waiters.splice(place, 1)
+                // with more to send, a place at the back of the line when others wait, behind the first
+                const next = model.waiters[0]
+                if (step.more && who !== undefined && next !== undefined) {
+                  const queuedMs = next.comeBack + LimiterStore.waiterGraceMs + 1 - now
+                  assert.strictEqual(answer.queuedMs, queuedMs, "queued behind the first")
+                  model.waiters.push({ id: who, comeBack: now + queuedMs })
+                } else {
+                  assert.isUndefined(answer.queuedMs, "no place kept")
+                }
               } else {
                 assert.deepStrictEqual({ ...answer, usage: undefined }, { _tag: "Wait", waitMs, usage: undefined })
                 if (place >= 0) model.waiters[place]!.comeBack = now + waitMs
