@@ -18,7 +18,7 @@ import * as RateLimiter from "../src/layers/RateLimiter.js"
 import * as TokenEstimator from "../src/layers/TokenEstimator.js"
 import * as RedisLimiterStore from "../src/redis.js"
 import { startRedis } from "../test/helpers/redisServer.js"
-import { fixed, percentile, type Report, type Target } from "./common.js"
+import { collect, fixed, percentile, type Report, type Target } from "./common.js"
 
 const windowMs = Number(process.env.BENCH_SHARED_WINDOW_MS ?? 10_000)
 const total = Number(process.env.BENCH_SHARED_REQUESTS ?? 80)
@@ -61,7 +61,6 @@ const scriptCalls = async (client: Redis): Promise<number> => {
   return [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
 }
 
-
 const runOnce = (processes: number, redisUrl: string | undefined, prefix: string) =>
   Effect.scoped(Effect.gen(function*() {
     const emulator = yield* Effect.map(
@@ -91,15 +90,26 @@ const runOnce = (processes: number, redisUrl: string | undefined, prefix: string
     }
   }))
 
+/** The floor: a script call that does nothing but read the server's time, on a plain ioredis client. */
+const rawRoundTrips = async (client: Redis, samples: number) => {
+  const times: Array<number> = []
+  for (let i = 0; i < samples + 500; i++) {
+    const started = performance.now()
+    await client.eval("return redis.call('TIME')", 0)
+    if (i >= 500) times.push(performance.now() - started)
+  }
+  return { p50: percentile(times, 50), p99: percentile(times, 99) }
+}
+
 /** `acquire` on a limiter on Redis with limits far above the load: what admission costs when nobody waits. */
 const admissionLatency = (redisUrl: string, samples: number) =>
   Effect.gen(function*() {
     const limiter = yield* RateLimiter.RateLimiter
     const times: Array<number> = []
-    for (let i = 0; i < samples + 100; i++) {
+    for (let i = 0; i < samples + 500; i++) {
       const started = performance.now()
       const permit = yield* limiter.acquire({ key: "bench", model: "m", tokens: 100 })
-      if (i >= 100) times.push(performance.now() - started)
+      if (i >= 500) times.push(performance.now() - started)
       yield* permit.answered
     }
     return { p50: percentile(times, 50), p99: percentile(times, 99) }
@@ -117,6 +127,17 @@ export const run = async (): Promise<Report> => {
   try {
     const rows: Array<Array<string>> = []
     const targets: Array<Target> = []
+    // first, on a quiet machine: admission when nobody waits, beside the floor of one round trip
+    collect()
+    const raw = await rawRoundTrips(client, 5_000)
+    collect()
+    const latency = await Effect.runPromise(Effect.scoped(admissionLatency(redis.url, 5_000)))
+    targets.push({
+      target: "admission p99 < 2 ms on loopback when no wait is needed",
+      met: latency.p99 < 2,
+      detail: `acquire on Redis p50 ${fixed(latency.p50, 3)} ms, p99 ${fixed(latency.p99, 3)} ms; one bare script ` +
+        `call p50 ${fixed(raw.p50, 3)} ms, p99 ${fixed(raw.p99, 3)} ms (5,000 each)`
+    })
     let worstTrips = 0
     for (const processes of processCounts) {
       const callsBefore = await scriptCalls(client)
@@ -160,12 +181,6 @@ export const run = async (): Promise<Report> => {
       met: worstTrips <= 3,
       detail: `at most ${fixed(worstTrips, 2)} script calls per admitted request across the runs`
     })
-    const latency = await Effect.runPromise(Effect.scoped(admissionLatency(redis.url, 2_000)))
-    targets.push({
-      target: "admission p99 < 2 ms on loopback when no wait is needed",
-      met: latency.p99 < 2,
-      detail: `p50 ${fixed(latency.p50, 3)} ms, p99 ${fixed(latency.p99, 3)} ms (2,000 acquires on Redis)`
-    })
     return {
       name: "shared",
       title: "One key shared by many processes",
@@ -190,7 +205,14 @@ export const run = async (): Promise<Report> => {
         "for the run); \"memory\": each process on its own memory store. Elapsed: first send to last answer. Ideal: " +
         "(ceil(requests / rpm) − 1) × window. Round trips: the server's `EVALSHA`/`EVAL` calls during the run " +
         "(`INFO commandstats`) over the requests admitted. Latency: `RateLimiter.acquire` on the Redis store, " +
-        "2,000 times in sequence after 100 warm-ups, limits far above the load."
+        "5,000 times in sequence after 500 warm-ups, limits far above the load, each followed by its `answered`; beside it " +
+        "the floor, a bare `EVAL` of `TIME` on a plain ioredis client, measured the same way just before.",
+      notes: [
+        "The processes alone finish about as fast here only because the emulator's 429s say exactly when to come " +
+        "back (`retry-after`) and the retry policy waits that long: every 429 is a request refused and sent again, " +
+        "counted against the key by servers that count refusals, and a server that says nothing turns them into " +
+        "backoff guesses and failed lines. On Redis the same work meets none."
+      ]
     }
   } finally {
     client.disconnect()
