@@ -119,14 +119,12 @@ const totalTokens = (line: Batch.ResultLine): number => {
 
 /**
  * Runs the requests of `input`, appending their result lines to `output`, with progress and a summary on stderr;
- * the exit code is 1 when a request failed or a line was bad.
+ * the exit code is 1 when a request failed or a line was bad. The caller holds the output's lock (`lockOutput`).
  */
 export const runBatch = (input: string, output: string, concurrency: number) =>
   Effect.gen(function*() {
     if (!fs.existsSync(input)) return yield* Effect.fail(new UsageError(`no such file: ${input}`))
     if (concurrency < 1) return yield* Effect.fail(new UsageError("--concurrency must be at least 1"))
-    // before anything touches the output: a second run on it refuses, and never cuts the first one's last line
-    yield* lockOutput(output)
     const done = resumeFrom(output)
     const seen = new Set<string>()
     let bad = 0
@@ -221,7 +219,7 @@ export const runBatch = (input: string, output: string, concurrency: number) =>
         `${skipped} already done, ${bad} bad input lines`
     )
     if (progress.failed > 0 || bad > 0) process.exitCode = 1
-  }).pipe(Effect.scoped)
+  })
 
 /**
  * The `batch` command.
@@ -242,8 +240,12 @@ export const batchCommand = Command.make(
       Options.withDescription("Requests in flight at once (the rate limiter paces them)")
     )
   },
-  ({ concurrency, input, out }) =>
-    runBatch(input, Option.getOrElse(out, () => input.replace(/(\.jsonl)?$/, ".out.jsonl")), concurrency).pipe(
-      Effect.provide(client)
+  ({ concurrency, input, out }) => {
+    const output = Option.getOrElse(out, () => input.replace(/(\.jsonl)?$/, ".out.jsonl"))
+    // before anything touches the output or starts: a second run on it refuses at once, and never cuts the first
+    // one's last line
+    return Effect.scoped(
+      Effect.zipRight(lockOutput(output), runBatch(input, output, concurrency).pipe(Effect.provide(client)))
     )
+  }
 ).pipe(Command.withDescription("Run a JSONL file of requests at the rate the quota allows; resumable"))

@@ -73,6 +73,59 @@ describe("aifs batch", () => {
     }), 120_000)
 })
 
+describe("aifs batch, twice at once on one output", () => {
+  it.live(
+    "the second run refuses at once naming the first, whose file it leaves untouched",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aifs-batch-"))
+        const input = path.join(dir, "in.jsonl")
+        const output = path.join(dir, "out.jsonl")
+        fs.writeFileSync(
+          input,
+          Array.from({ length: 200 }, (_, i) =>
+            JSON.stringify({
+              custom_id: `r${i}`,
+              url: "/v1/chat/completions",
+              body: {
+                model: "Llama-3.3-70B-Instruct",
+                messages: [{ role: "user", content: `q${i}` }],
+                max_tokens: 1000
+              }
+            })).join("\n") + "\n"
+        )
+        // about 148 requests fit the emulator's first minute: the first run then waits in its limiter, holding the lock
+        const first = start([input, "--out", output, "--concurrency", "16"])
+        const firstExit = exited(first, 60_000)
+        for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
+        assert.isTrue(fs.existsSync(`${output}.lock`), "the first run holds the lock")
+        const before = fs.readFileSync(output, "utf8")
+        const second = spawn(process.execPath, ["--import", "tsx", bin, "batch", input, "--out", output], {
+          env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
+          stdio: ["ignore", "ignore", "pipe"]
+        })
+        let stderr = ""
+        second.stderr!.on("data", (chunk: Buffer) => stderr += chunk.toString())
+        assert.strictEqual(yield* exited(second, 30_000), 2)
+        const lines = stderr.split("\n").filter((l) => l.trim() !== "")
+        assert.lengthOf(lines, 1, stderr)
+        assert.include(lines[0], `pid ${first.pid}`)
+        // the first run's file is as it was, and grows on: nothing cut, nothing written twice
+        first.kill("SIGINT")
+        assert.strictEqual(yield* firstExit, 130)
+        const after = fs.readFileSync(output, "utf8")
+        assert.isTrue(after.startsWith(before) && after.endsWith("\n"))
+        const ids = after.split("\n").filter((l) => l !== "").map((l) =>
+          (JSON.parse(l) as { custom_id: string }).custom_id
+        )
+        assert.strictEqual(new Set(ids).size, ids.length)
+        assert.isFalse(fs.existsSync(`${output}.lock`), "the lock is gone with its run")
+        fs.rmSync(dir, { recursive: true, force: true })
+      }),
+    120_000
+  )
+})
+
 describe("aifs batch, interrupted", () => {
   it.live(
     "Ctrl-C finishes the requests in flight, then stops with whole lines; a rerun completes the rest",

@@ -4,6 +4,8 @@
  * processes, the server's clock, and what a bad URL or password does.
  */
 import { assert, describe, inject, it } from "@effect/vitest"
+import * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -16,6 +18,8 @@ import { Redis } from "ioredis"
 import { afterAll, beforeAll } from "vitest"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
+import * as Node from "../../src/layers/Node.js"
+import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as RedisLimiterStore from "../../src/redis.js"
 import { startRedis } from "../helpers/redisServer.js"
 import {
@@ -185,6 +189,52 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
       await secured.stop()
     }
   })
+
+  it(
+    "through Node.layerFromEnv, a store that cannot be used is a ConfigError naming AIFS_LIMITER_REDIS_URL",
+    async () => {
+      const secured = await startRedis({ password: "env-pass" })
+      try {
+        const build = (redisUrl: string) =>
+          Effect.runPromise(
+            Effect.scoped(Layer.build(Node.layerFromEnv)).pipe(
+              Effect.withConfigProvider(ConfigProvider.fromMap(
+                new Map([["AIFS_API_KEY", "gen-test"], ["AIFS_LIMITER_REDIS_URL", redisUrl]])
+              )),
+              Effect.flip
+            )
+          )
+        const error = await build(`redis://:wrong-pass@127.0.0.1:${secured.port}`)
+        assert.isTrue(ConfigError.isConfigError(error))
+        assert.include(String(error), "AIFS_LIMITER_REDIS_URL")
+        assert.notInclude(String(error), "wrong-pass")
+        // the right one builds, and the limiter counts on the server
+        await Effect.runPromise(
+          Effect.scoped(Effect.gen(function*() {
+            const limiter = yield* RateLimiter.RateLimiter
+            yield* limiter.acquire({ key: "k", model: "m", tokens: 1 })
+          })).pipe(
+            Effect.provide(Node.layerFromEnv),
+            Effect.withConfigProvider(ConfigProvider.fromMap(
+              new Map([["AIFS_API_KEY", "gen-test"], ["AIFS_LIMITER_REDIS_URL", secured.url], [
+                "AIFS_LIMITER_REDIS_PREFIX",
+                "env"
+              ]])
+            ))
+          )
+        )
+        const client = new Redis(secured.url)
+        try {
+          assert.include(await client.keys("{env:*"), "{env:k\u0000m}:log")
+        } finally {
+          client.disconnect()
+        }
+      } finally {
+        await secured.stop()
+      }
+    },
+    30_000
+  )
 
   describe("when the server is lost", () => {
     const limits = { requests: 1_000, tokens: 1_000_000, windowMs: 60_000 }
