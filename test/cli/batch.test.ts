@@ -3,19 +3,27 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as Batch from "../../src/services/Batch.js"
+import { tempDir } from "../helpers/tempDir.js"
 
 const bin = path.resolve("src/cli/bin.ts")
 
-/** Runs `aifs batch` without a key (the CLI's own emulator); resolves with its exit code, bounded in time. */
-const start = (args: ReadonlyArray<string>): ChildProcess =>
-  // one process (node with tsx's loader), so that SIGKILL reaches the process that writes
-  spawn(process.execPath, ["--import", "tsx", bin, "batch", ...args], {
-    env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
-    stdio: ["ignore", "ignore", "ignore"]
-  })
+/**
+ * Runs `aifs batch` without a key (the CLI's own emulator), stopped with the test's scope if it is still running
+ * then; `stderr` piped when asked for (else ignored).
+ */
+const start = (args: ReadonlyArray<string>, stderr: "pipe" | "ignore" = "ignore") =>
+  Effect.acquireRelease(
+    Effect.sync((): ChildProcess =>
+      // one process (node with tsx's loader), so that SIGKILL reaches the process that writes
+      spawn(process.execPath, ["--import", "tsx", bin, "batch", ...args], {
+        env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
+        stdio: ["ignore", "ignore", stderr]
+      })
+    ),
+    (child) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
+  )
 
 const exited = (child: ChildProcess, timeoutMs: number) =>
   Effect.async<number | null, Error>((resume) => {
@@ -33,52 +41,59 @@ const lineCount = (file: string): number =>
   fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "").length : 0
 
 describe("aifs batch", () => {
-  it.live("killed with SIGKILL mid-run and rerun, loses, duplicates and tears no line", () =>
-    Effect.gen(function*() {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aifs-batch-"))
-      const input = path.join(dir, "in.jsonl")
-      const output = path.join(dir, "out.jsonl")
-      // 200 requests reserving ~1000 tokens each: about 148 fit the emulator's first minute, then the run
-      // waits in the rate limiter, which is where it is killed
-      fs.writeFileSync(
-        input,
-        Array.from({ length: 200 }, (_, i) =>
-          JSON.stringify({
-            custom_id: `r${i}`,
-            method: "POST",
-            url: "/v1/chat/completions",
-            body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 1000 }
-          })).join("\n") + "\n"
-      )
-      const first = start([input, "--out", output, "--concurrency", "16"])
-      const firstExit = exited(first, 60_000)
-      for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
-      first.kill("SIGKILL")
-      yield* firstExit
-      const afterKill = lineCount(output)
-      assert.isAtLeast(afterKill, 100)
-      assert.isBelow(afterKill, 200)
-      // a torn line, as a crash in the middle of a write would leave it
-      fs.appendFileSync(output, "{\"id\":\"batch_req_r19")
+  it.scopedLive(
+    "killed with SIGKILL mid-run and rerun, loses, duplicates and tears no line",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir("aifs-batch-")
+        const input = path.join(dir, "in.jsonl")
+        const output = path.join(dir, "out.jsonl")
+        // 200 requests reserving ~1000 tokens each: about 148 fit the emulator's first minute, then the run
+        // waits in the rate limiter, which is where it is killed
+        fs.writeFileSync(
+          input,
+          Array.from({ length: 200 }, (_, i) =>
+            JSON.stringify({
+              custom_id: `r${i}`,
+              method: "POST",
+              url: "/v1/chat/completions",
+              body: {
+                model: "Llama-3.3-70B-Instruct",
+                messages: [{ role: "user", content: `q${i}` }],
+                max_tokens: 1000
+              }
+            })).join("\n") + "\n"
+        )
+        const first = yield* start([input, "--out", output, "--concurrency", "16"])
+        const firstExit = exited(first, 60_000)
+        for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
+        first.kill("SIGKILL")
+        yield* firstExit
+        const afterKill = lineCount(output)
+        assert.isAtLeast(afterKill, 100)
+        assert.isBelow(afterKill, 200)
+        // a torn line, as a crash in the middle of a write would leave it
+        fs.appendFileSync(output, "{\"id\":\"batch_req_r19")
 
-      const second = start([input, "--out", output])
-      const code = yield* exited(second, 60_000)
-      assert.strictEqual(code, 0)
-      const lines = fs.readFileSync(output, "utf8").split("\n").filter((l) => l !== "")
-      const ids = lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id)
-      assert.strictEqual(ids.length, 200)
-      assert.strictEqual(new Set(ids).size, 200)
-      for (const line of lines) assert.isNotNull((JSON.parse(line) as { response: unknown }).response)
-      fs.rmSync(dir, { recursive: true, force: true })
-    }), 120_000)
+        const second = yield* start([input, "--out", output])
+        const code = yield* exited(second, 60_000)
+        assert.strictEqual(code, 0)
+        const lines = fs.readFileSync(output, "utf8").split("\n").filter((l) => l !== "")
+        const ids = lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id)
+        assert.strictEqual(ids.length, 200)
+        assert.strictEqual(new Set(ids).size, 200)
+        for (const line of lines) assert.isNotNull((JSON.parse(line) as { response: unknown }).response)
+      }),
+    120_000
+  )
 })
 
 describe("aifs batch, twice at once on one output", () => {
-  it.live(
+  it.scopedLive(
     "the second run refuses at once naming the first, whose file it leaves untouched",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aifs-batch-"))
+        const dir = yield* tempDir("aifs-batch-")
         const input = path.join(dir, "in.jsonl")
         const output = path.join(dir, "out.jsonl")
         fs.writeFileSync(
@@ -95,15 +110,12 @@ describe("aifs batch, twice at once on one output", () => {
             })).join("\n") + "\n"
         )
         // about 148 requests fit the emulator's first minute: the first run then waits in its limiter, holding the lock
-        const first = start([input, "--out", output, "--concurrency", "16"])
+        const first = yield* start([input, "--out", output, "--concurrency", "16"])
         const firstExit = exited(first, 60_000)
         for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
         assert.isTrue(fs.existsSync(`${output}.lock`), "the first run holds the lock")
         const before = fs.readFileSync(output, "utf8")
-        const second = spawn(process.execPath, ["--import", "tsx", bin, "batch", input, "--out", output], {
-          env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
-          stdio: ["ignore", "ignore", "pipe"]
-        })
+        const second = yield* start([input, "--out", output], "pipe")
         let stderr = ""
         second.stderr!.on("data", (chunk: Buffer) => stderr += chunk.toString())
         assert.strictEqual(yield* exited(second, 30_000), 2)
@@ -120,18 +132,17 @@ describe("aifs batch, twice at once on one output", () => {
         )
         assert.strictEqual(new Set(ids).size, ids.length)
         assert.isFalse(fs.existsSync(`${output}.lock`), "the lock is gone with its run")
-        fs.rmSync(dir, { recursive: true, force: true })
       }),
     120_000
   )
 })
 
 describe("aifs batch, interrupted", () => {
-  it.live(
+  it.scopedLive(
     "Ctrl-C finishes the requests in flight, then stops with whole lines; a rerun completes the rest",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aifs-batch-"))
+        const dir = yield* tempDir("aifs-batch-")
         const input = path.join(dir, "in.jsonl")
         const output = path.join(dir, "out.jsonl")
         fs.writeFileSync(
@@ -147,7 +158,7 @@ describe("aifs batch, interrupted", () => {
               }
             })).join("\n") + "\n"
         )
-        const first = start([input, "--out", output, "--concurrency", "16"])
+        const first = yield* start([input, "--out", output, "--concurrency", "16"])
         const firstExit = exited(first, 60_000)
         for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
         first.kill("SIGINT")
@@ -160,13 +171,12 @@ describe("aifs batch, interrupted", () => {
         )
         assert.isBelow(firstIds.length, 200)
 
-        assert.strictEqual(yield* exited(start([input, "--out", output]), 60_000), 0)
+        assert.strictEqual(yield* exited(yield* start([input, "--out", output]), 60_000), 0)
         const ids = fs.readFileSync(output, "utf8").split("\n").filter((l) => l !== "").map((l) =>
           (JSON.parse(l) as { custom_id: string }).custom_id
         )
         assert.strictEqual(ids.length, 200)
         assert.strictEqual(new Set(ids).size, 200)
-        fs.rmSync(dir, { recursive: true, force: true })
       }),
     120_000
   )
