@@ -20,10 +20,12 @@ export default {
     "src/internal/transport.ts",
     "src/layers/RateLimiter.ts",
     "src/layers/LimiterStore.ts",
+    "src/redis.ts",
     "src/layers/RetryPolicy.ts",
     "src/layers/InferenceHttp.ts",
     "src/services/Batch.ts",
-    "src/cli/batch.ts"
+    "src/cli/batch.ts",
+    "src/cli/outputLock.ts"
   ],
   ignoreStatic: true,
   incremental: true,

@@ -12,10 +12,8 @@ export default defineConfig({
     ...base.test,
     include: [
       "test/unit/**/*.test.ts",
-      "test/integration/{limiter,limits,rateLimitHeaders,timeouts,faults,queue}.test.ts"
+      "test/integration/{limiter,limits,rateLimitHeaders,timeouts,faults,queue,redisStore}.test.ts"
     ],
-    isolate: false,
-    // no Redis server: the Redis store's tests are not in this set
-    globalSetup: []
+    isolate: false
   }
 })
