@@ -1,5 +1,6 @@
 // The test configuration of the mutation run (stryker.config.mjs): the unit tests and the integration tests of the
-// limiter, the headers, the time limits and the faults, the ones that state the guarantees of the mutated modules.
+// limiter, its Redis store (on the run's own redis-server, test/globalSetup.ts), the headers, the time limits and the
+// faults, the ones that state the guarantees of the mutated modules.
 // Test files share their worker's module cache, so that a mutant's run does not load effect and the emulator again
 // per file. The suites of other concerns (the emulator's bad input, secrets, the openai client, the CLI as a child
 // process, whose code runs outside the test's process) stay out: they cost minutes per run and see none of it.
