@@ -457,7 +457,25 @@ export const layer = (
 
 /**
  * The store on a client you own (a `Redis` or a `Cluster` of ioredis, connected or connecting); the store never
- * closes it.
+ * closes it. Give the client a `commandTimeout` to time each operation without an Effect timeout per operation.
+ *
+ * @example
+ * ```ts
+ * import { RateLimiter, TokenEstimator } from "effect-aifs"
+ * import * as RedisLimiterStore from "effect-aifs/redis"
+ * import * as Layer from "effect/Layer"
+ * import { Cluster } from "ioredis"
+ *
+ * // a Redis Cluster of your own: the keys of each bucket share a hash tag, so every script runs on one slot
+ * const cluster = new Cluster([{ host: "redis-1.internal", port: 6379 }], {
+ *   lazyConnect: true,
+ *   redisOptions: { commandTimeout: 250 }
+ * })
+ *
+ * export const LimiterLive: Layer.Layer<RateLimiter.RateLimiter> = RateLimiter.layerWith({ tier: "standard4000" }).pipe(
+ *   Layer.provide(Layer.merge(RedisLimiterStore.layerFromClient(cluster, { prefix: "my-app" }), TokenEstimator.layer))
+ * )
+ * ```
  *
  * @since 0.2.0
  * @category layers
@@ -469,6 +487,21 @@ export const layerFromClient = (
 
 /**
  * The store at the URL of a `Config` (for example `Config.redacted("AIFS_LIMITER_REDIS_URL")`).
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig, Inference, Node } from "effect-aifs"
+ * import * as RedisLimiterStore from "effect-aifs/redis"
+ * import * as Config from "effect/Config"
+ * import * as Layer from "effect/Layer"
+ *
+ * // your application's own variable for the shared store's URL, failing in requests rather than falling back
+ * export const ClientLive = Inference.layerHttpLimitedWith().pipe(
+ *   Layer.provide(RedisLimiterStore.layerConfig(Config.redacted("MY_APP_REDIS_URL"), { onUnavailable: "fail" })),
+ *   Layer.provide(Node.httpClient),
+ *   Layer.provide(ClientConfig.layerFromEnv)
+ * )
+ * ```
  *
  * @since 0.2.0
  * @category layers
