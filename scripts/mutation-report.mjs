@@ -1,15 +1,24 @@
-// The mutation score of every mutated module, from Stryker's JSON report (mutation/mutation.json), with the mutants
-// judged equivalent (a `// Stryker disable` comment with its reason) listed apart. Fails when a module scores below
-// the threshold (stryker.config.mjs `thresholds.break`): Stryker's own threshold is on the total only.
+// The mutation score of every mutated module, from Stryker's JSON reports of the groups (mutation/mutation-<group>.json),
+// with the mutants judged equivalent (a `// Stryker disable` comment with its reason) listed apart. Fails when a module
+// scores below the threshold (stryker.config.mjs `thresholds.break`): Stryker's own threshold is on a run's total.
 //
-//   node scripts/mutation-report.mjs             the table, and the equivalent mutants
-//   node scripts/mutation-report.mjs --survivors every mutant that survived or has no test, with its place
-//   MUTATION_RUN=<name> node scripts/...        the report of a named run (see stryker.config.mjs)
-import { readFileSync } from "node:fs"
-import config from "../stryker.config.mjs"
+//   node scripts/mutation-report.mjs [group...]             the table, and the equivalent mutants
+//   node scripts/mutation-report.mjs --survivors [group...] every mutant that survived or has no test, with its place
+import { existsSync, readFileSync } from "node:fs"
+import config, { groups } from "../stryker.config.mjs"
 
-const run = process.env.MUTATION_RUN ? `-${process.env.MUTATION_RUN}` : ""
-const report = JSON.parse(readFileSync(new URL(`../mutation/mutation${run}.json`, import.meta.url), "utf8"))
+const asked = process.argv.slice(2).filter((a) => !a.startsWith("--"))
+const chosen = asked.length > 0 ? asked : Object.keys(groups)
+const files = {}
+for (const group of chosen) {
+  const path = new URL(`../mutation/mutation-${group}.json`, import.meta.url)
+  if (!existsSync(path)) {
+    console.error(`no report of the group ${group}: run \`npm run mutation -- ${group}\``)
+    process.exit(1)
+  }
+  Object.assign(files, JSON.parse(readFileSync(path, "utf8")).files)
+}
+const report = { files }
 const threshold = config.thresholds.break
 const root = new URL("..", import.meta.url).pathname
 
