@@ -95,6 +95,9 @@ const commandTimeoutOf = (client: Client): number | undefined =>
 
 const defaultTimeout = Duration.millis(250)
 
+/** Counts go to Redis as whole numbers (HINCRBY takes no fractions), rounded up: never less than was asked for. */
+const whole = (n: number): number => Math.max(0, Math.ceil(n))
+
 // The optional peer, loaded only when a store connects by URL: an app that uses no Redis store never loads it,
 // and its name in a variable keeps bundlers from insisting on finding it.
 const ioredisName = "ioredis"
@@ -111,6 +114,8 @@ const redactUrl = (url: string): string => {
   try {
     const parsed = new URL(url)
     if (parsed.password !== "") parsed.password = "***"
+    // ioredis reads options (a password among them) from the query string too
+    parsed.search = ""
     return parsed.toString()
   } catch {
     return "(not a URL)"
@@ -139,7 +144,7 @@ export const make = (
     const failMode = options.onUnavailable === "fail"
     const name = options.name ?? "redis"
     const memory = LimiterStore.makeMemory()
-    const subscriber = yield* subscriberOf(client)
+    const subscriber = yield* subscriberOf(client, `{${prefix}:*}:released`, timeout)
 
     const keysOf = (bucket: string) => {
       const tag = `{${prefix}:${bucket}}`
@@ -198,10 +203,11 @@ export const make = (
     })
 
     const redis: LimiterStore.LimiterStore.Service = {
-      reserve: (bucket, tokens, limits, waiter, more) =>
-        Effect.map(
+      reserve: (bucket, tokens, limits, waiter, more) => {
+        if (waiter !== undefined) subscriber.expect(waiter)
+        return Effect.map(
           run("reserve", scripts.reserve, bucket, limits.windowMs, [
-            tokens,
+            whole(tokens),
             limits.requests,
             limits.tokens,
             waiter ?? "",
@@ -218,9 +224,13 @@ export const make = (
               ...(queuedMs >= 0 ? { queuedMs } : {})
             }
           }
-        ),
+        )
+      },
       adjust: (bucket, id, tokens, windowMs) =>
-        Effect.map(run("adjust", scripts.adjust, bucket, windowMs, [id, tokens]), (reply) => usageFrom(reply, 0)),
+        Effect.map(
+          run("adjust", scripts.adjust, bucket, windowMs, [id, whole(tokens)]),
+          (reply) => usageFrom(reply, 0)
+        ),
       remove: (bucket, id, windowMs) =>
         Effect.map(run("remove", scripts.remove, bucket, windowMs, [id]), (reply) => usageFrom(reply, 0)),
       restamp: (bucket, id, windowMs) =>
@@ -228,9 +238,9 @@ export const make = (
       topUp: (bucket, count, windowMs) =>
         Effect.map(
           run("count the server's usage", scripts.topUp, bucket, windowMs, [
-            count.requests,
+            whole(count.requests),
             count.requestsAgeMs,
-            count.tokens,
+            whole(count.tokens),
             count.tokensAgeMs
           ]),
           (reply) => usageFrom(reply, 0)
@@ -245,10 +255,12 @@ export const make = (
   })
 
 /**
- * The wake-ups: one subscribed connection per store, a channel per bucket subscribed the first time someone waits
- * on it. A wake-up missed while the connection is down only costs the waiter its timed wait.
+ * The wake-ups: one connection per store, subscribed once (before the first operation, to every bucket's channel
+ * under the prefix), so that no wake-up goes out before anyone listens. A message names the waiter first in line;
+ * one for a waiter of this store that is not listening (between its answer and its sleep) is kept for it, once.
+ * A wake-up missed while the connection is down only costs the waiter its timed wait.
  */
-const subscriberOf = (client: Client) =>
+const subscriberOf = (client: Client, pattern: string, timeout: Duration.Duration) =>
   Effect.gen(function*() {
     const connection = yield* Effect.acquireRelease(
       Effect.sync(() => {
@@ -264,25 +276,31 @@ const subscriberOf = (client: Client) =>
       }),
       (duplicate) => Effect.sync(() => duplicate.disconnect())
     )
-    // the wake-ups awaited, by channel and waiter: a message names the waiter first in line, the only one to wake;
-    // one that comes while its waiter is not listening (between its answer and its sleep) is kept for it
     const waiting = new Map<string, Set<() => void>>()
     const kept = new Set<string>()
+    // the waiters of this store: wake-ups of other processes' waiters are not kept
+    const ours = new Set<string>()
     const keyOf = (channel: string, waiter: string) => `${channel}\n${waiter}`
-    connection.on("message", (channel: string, waiter: string) => {
+    connection.on("pmessage", (_pattern: string, channel: string, waiter: string) => {
       const key = keyOf(channel, waiter)
       const resumes = waiting.get(key)
       if (resumes === undefined) {
-        kept.add(key)
+        if (ours.has(waiter)) kept.add(key)
         return
       }
       waiting.delete(key)
       for (const resume of resumes) resume()
     })
-    const subscribed = new Set<string>()
+    // a server that is away now is subscribed to when it comes back
+    yield* Effect.tryPromise(() => connection.psubscribe(pattern)).pipe(Effect.timeout(timeout), Effect.ignore)
     return {
+      /** Makes `waiter` one of this store's (its wake-ups are kept for it). */
+      expect: (waiter: string): void => {
+        ours.add(waiter)
+      },
       next: (channel: string, waiter: string): Effect.Effect<void> =>
         Effect.async<void>((resume) => {
+          ours.add(waiter)
           const key = keyOf(channel, waiter)
           if (kept.delete(key)) return resume(Effect.void)
           const wake = () => resume(Effect.void)
@@ -292,10 +310,6 @@ const subscriberOf = (client: Client) =>
             waiting.set(key, resumes)
           }
           resumes.add(wake)
-          if (!subscribed.has(channel)) {
-            subscribed.add(channel)
-            connection.subscribe(channel).catch(() => subscribed.delete(channel))
-          }
           return Effect.sync(() => {
             resumes.delete(wake)
             if (resumes.size === 0 && waiting.get(key) === resumes) waiting.delete(key)
@@ -404,6 +418,8 @@ const connect = (url: string, options: Options) =>
           enableOfflineQueue: false,
           maxRetriesPerRequest: 1,
           connectTimeout: 2_000,
+          // a command that timed out was counted in memory: sent again after a reconnect it would count twice
+          autoResendUnfulfilledCommands: false,
           commandTimeout: Duration.toMillis(Duration.decode(options.timeout ?? defaultTimeout)),
           retryStrategy: (times) => Math.min(100 * times, 2_000)
         })

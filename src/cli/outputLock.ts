@@ -31,9 +31,17 @@ const readHolder = (path: string): Holder | undefined => {
   }
 }
 
-/** Whether the holder is a live process (on another host it cannot be known: it counts as alive). */
-const alive = (holder: Holder): boolean => {
+/** The locks this process holds now. */
+const held = new Set<string>()
+
+/**
+ * Whether the holder of `lock` is a live process (on another host it cannot be known: it counts as alive). A lock
+ * naming this very process that it does not hold is left from an earlier process with the same pid (a container
+ * restarted, its program pid 1 again).
+ */
+const alive = (holder: Holder, lock: string): boolean => {
   if (holder.host !== os.hostname()) return true
+  if (holder.pid === process.pid) return held.has(lock)
   try {
     process.kill(holder.pid, 0)
     return true
@@ -75,7 +83,7 @@ const takeOver = (lock: string, dead: Holder, mine: Holder): boolean => {
   if (!create(guard, mine)) {
     // a guard whose holder died within its few microseconds of work: cleared, and the caller tries again
     const holder = readHolder(guard)
-    if (holder !== undefined && !alive(holder)) removeIf(guard, holder)
+    if (holder !== undefined && !alive(holder, guard)) removeIf(guard, holder)
     return false
   }
   try {
@@ -100,7 +108,7 @@ const acquire = (output: string): Holder => {
   for (let round = 0; round < 20; round++) {
     if (create(lock, mine)) return mine
     const holder = readHolder(lock)
-    if (holder === undefined || alive(holder)) {
+    if (holder === undefined || alive(holder, lock)) {
       // an unreadable lock may be one being removed right now: look again before refusing
       if (holder === undefined && round < 19 && !fs.existsSync(lock)) continue
       throw new UsageError(
@@ -122,11 +130,23 @@ const acquire = (output: string): Holder => {
 export const lockOutput = (output: string): Effect.Effect<void, UsageError, Scope.Scope> =>
   Effect.asVoid(Effect.acquireRelease(
     Effect.try({
-      try: () => acquire(output),
+      try: () => {
+        const holder = acquire(output)
+        held.add(`${output}.lock`)
+        // a process that exits at once (a second Ctrl-C) runs no finalizer: the lock goes with it all the same
+        const onExit = () => removeIf(`${output}.lock`, holder)
+        process.once("exit", onExit)
+        return { holder, onExit }
+      },
       catch: (error) =>
         error instanceof UsageError
           ? error
           : new UsageError(`cannot lock ${output}: ${error instanceof Error ? error.message : String(error)}`)
     }),
-    (holder) => Effect.sync(() => removeIf(`${output}.lock`, holder))
+    ({ holder, onExit }) =>
+      Effect.sync(() => {
+        process.off("exit", onExit)
+        held.delete(`${output}.lock`)
+        removeIf(`${output}.lock`, holder)
+      })
   ))

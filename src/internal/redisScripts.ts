@@ -74,7 +74,17 @@ local function drop(ids)
   count(-r, -t)
 end
 
-local function head() return redis.call('ZRANGE', line, 0, 0)[1] end
+-- the waiter first in line, once those past their time and grace (gone without saying so) have left it
+local function head()
+  while true do
+    local first = redis.call('ZRANGE', line, 0, 0)[1]
+    if not first then return nil end
+    local back = tonumber(redis.call('HGET', due, first) or '0')
+    if back + grace >= now then return first end
+    redis.call('ZREM', line, first)
+    redis.call('HDEL', due, first)
+  end
+end
 
 local function prune()
   while true do
@@ -82,15 +92,7 @@ local function prune()
     if #gone == 0 then break end
     drop(gone)
   end
-  -- a waiter past its time and grace has left without saying so
-  while true do
-    local first = head()
-    if not first then break end
-    local back = tonumber(redis.call('HGET', due, first) or '0')
-    if back + grace >= now then break end
-    redis.call('ZREM', line, first)
-    redis.call('HDEL', due, first)
-  end
+  head()
 end
 
 local function usage()
@@ -131,7 +133,8 @@ end
 
 local function nextId()
   local id = math.max(now * 1000, tonumber(redis.call('GET', seq) or '0') + 1)
-  redis.call('SET', seq, fmt(id))
+  -- KEEPTTL: the counter expires with the bucket's other keys, whatever runs after keep()
+  redis.call('SET', seq, fmt(id), 'KEEPTTL')
   return id
 end
 
@@ -189,14 +192,17 @@ if wait > 0 then
 end
 local id = fmt(nextId())
 add(id, now, 1, tokens)
+local queued = -1
+if waiter ~= '' then
+  leaveLine(waiter)
+  local next = head()
+  if more and next then
+    queued = math.max(0, tonumber(redis.call('HGET', due, next)) + grace + 1 - now)
+    redis.call('ZADD', line, fmt(nextId()), waiter)
+    redis.call('HSET', due, waiter, fmt(now + queued))
+  end
+end
 keep()
-if waiter == '' then return answer('Admitted', id, -1) end
-leaveLine(waiter)
-local next = head()
-if not more or not next then return answer('Admitted', id, -1) end
-local queued = tonumber(redis.call('HGET', due, next)) + grace + 1 - now
-redis.call('ZADD', line, fmt(nextId()), waiter)
-redis.call('HSET', due, waiter, fmt(now + queued))
 return answer('Admitted', id, queued)
 `
 

@@ -267,6 +267,13 @@ const waitInLine = (waiters: ReadonlyArray<Waiter>, waiter: string | undefined, 
   return Math.max(waitMs, first.comeBack + waiterGraceMs + 1 - now)
 }
 
+/** Waiters past their time and grace, gone without saying so, leave the front of the line. */
+const dropLate = (waiters: Array<Waiter>, now: number): void => {
+  let gone = 0
+  while (gone < waiters.length && waiters[gone]!.comeBack + waiterGraceMs < now) gone++
+  if (gone > 0) waiters.splice(0, gone)
+}
+
 /**
  * A store in this process's memory, on Effect's `Clock`.
  *
@@ -291,10 +298,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
         const now = clock.unsafeCurrentTimeMillis()
         const bucket = bucketOf(name)
         SlidingWindowLog.prune(bucket.entries, now, windowMs)
-        // a waiter past its time and grace has left without saying so
-        let gone = 0
-        while (gone < bucket.waiters.length && bucket.waiters[gone]!.comeBack + waiterGraceMs < now) gone++
-        if (gone > 0) bucket.waiters.splice(0, gone)
+        dropLate(bucket.waiters, now)
         return f(bucket, now)
       })
     )
@@ -324,6 +328,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
         const place = waiter === undefined ? -1 : waiters.findIndex((w) => w.id === waiter)
         if (tokens > limits.tokens) {
           if (place >= 0) waiters.splice(place, 1)
+          dropLate(waiters, now)
           return [{ _tag: "TooLarge" }, place === 0]
         }
         const { requestsWaitMs, tokensWaitMs } = SlidingWindowLog.waitFor(entries, now, tokens, limits)
@@ -334,6 +339,8 @@ export const makeMemory = (): LimiterStore.Infallible => {
           return [{ _tag: "Wait", waitMs, usage: usageOf(entries, now, limits.windowMs) }, false]
         }
         if (place >= 0) waiters.splice(place, 1)
+        // the waiter woken, or queued behind, is one still there
+        dropLate(waiters, now)
         const id = ++nextId
         entries.push({ id, at: now, requests: 1, tokens })
         const usage = usageOf(entries, now, limits.windowMs)
@@ -377,12 +384,15 @@ export const makeMemory = (): LimiterStore.Infallible => {
       }),
     usage: (name, windowMs) => at(name, windowMs, ({ entries }, now) => usageOf(entries, now, windowMs)),
     leave: (name, waiter) =>
-      Effect.suspend(() => {
-        const bucket = bucketOf(name)
-        const place = bucket.waiters.findIndex((w) => w.id === waiter)
-        if (place >= 0) bucket.waiters.splice(place, 1)
-        return place === 0 ? release(bucket) : Effect.void
-      }),
+      Effect.clockWith((clock) =>
+        Effect.suspend(() => {
+          const bucket = bucketOf(name)
+          const place = bucket.waiters.findIndex((w) => w.id === waiter)
+          if (place >= 0) bucket.waiters.splice(place, 1)
+          dropLate(bucket.waiters, clock.unsafeCurrentTimeMillis())
+          return place === 0 ? release(bucket) : Effect.void
+        })
+      ),
     released: (name, waiter) =>
       Effect.suspend(() => {
         const bucket = bucketOf(name)

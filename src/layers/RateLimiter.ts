@@ -34,7 +34,6 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -235,6 +234,8 @@ interface Bucket {
    * admission while others waited), so that it waits without asking; 0 when it keeps none.
    */
   queuedUntil: number
+  /** Whether the store keeps a place in its line for this limiter (given up when nobody here needs it any more). */
+  placeInStore: boolean
   widenedAt: number
   waiting: number
   /** The usage the store reported with its last answer, and when (for observers, without asking it again). */
@@ -308,6 +309,7 @@ export const make = (
           marginMs: baseMarginMs,
           blockedUntil: 0,
           queuedUntil: 0,
+          placeInStore: false,
           widenedAt: Number.NEGATIVE_INFINITY,
           waiting: 0,
           usage: { requests: 0, tokens: 0, nextExpiryMs: 0 },
@@ -479,8 +481,6 @@ export const make = (
       // entry the store admitted always becomes a permit, seen by `onGranted` before it is returned (an
       // interruption can still land as `acquire` returns into an interruptible caller)
       const admit = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>, arrived: number) => {
-        // whether the store keeps a place in its line for this limiter (given up when nobody here needs it)
-        let inLine = false
         return Effect.gen(function*() {
           yield* publish(bucket)
           while (true) {
@@ -491,15 +491,15 @@ export const make = (
             const releases = bucket.releases
             const queuedUntil = bucket.queuedUntil
             bucket.queuedUntil = 0
-            if (queuedUntil > now) inLine = true
             const reservation = bucket.blockedUntil > now
               ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
               : queuedUntil > now
               ? { _tag: "Wait" as const, waitMs: queuedUntil - now }
               : yield* store.reserve(bucket.id, request.tokens, limitsOf(bucket), waiter, bucket.waiting > 1)
+            if (reservation._tag === "TooLarge") bucket.placeInStore = false
             if (reservation._tag !== "TooLarge" && "usage" in reservation) {
               yield* noted(bucket)(reservation.usage)
-              inLine = reservation._tag === "Wait"
+              bucket.placeInStore = reservation._tag === "Wait" || reservation.queuedMs !== undefined
             }
             if (reservation._tag === "Admitted") {
               if (reservation.queuedMs !== undefined) bucket.queuedUntil = now + reservation.queuedMs
@@ -524,11 +524,7 @@ export const make = (
             // Stryker disable next-line ConditionalExpression,EqualityOperator: a stale wake-up nobody awaits is harmless: the next sleeper sets its own, a release just completes it
             if (bucket.wake === wake) bucket.wake = undefined
           }
-        }).pipe(Effect.onExit((exit) =>
-          Exit.isSuccess(exit) || !inLine || bucket.waiting > 1
-            ? Effect.void
-            : Effect.ignore(store.leave(bucket.id, waiter))
-        ))
+        })
       }
       // few frames stay on a waiting caller's fiber: thousands may wait at once
       return Effect.clockWith((clock) => {
@@ -561,8 +557,10 @@ export const make = (
                     node.state = "gone"
                   } else handOn(bucket)
                   node.resume = undefined
-                  // a place kept in the store's line for a next request that nobody here will send is given up
-                  if (bucket.waiting > 0 || bucket.queuedUntil === 0) return publish(bucket)
+                  // the place kept in the store's line is given up once nobody here needs it (the last caller
+                  // interrupted in line, or admitted with a place kept for a next request that will not come)
+                  if (bucket.waiting > 0 || !bucket.placeInStore) return publish(bucket)
+                  bucket.placeInStore = false
                   bucket.queuedUntil = 0
                   return Effect.zipRight(Effect.ignore(store.leave(bucket.id, waiter)), publish(bucket))
                 })
@@ -656,7 +654,8 @@ export const make = (
         ? 0
         : estimate.maxOutputTokens ?? (model === undefined ? undefined : maxOutput.get(model)) ??
           (model === undefined ? undefined : learntMaxOutput.get(model)) ?? options.defaultMaxOutputTokens ?? 1024
-      return { model, tokens: estimate.promptTokens + output }
+      // whole tokens, rounded up (a max_tokens of 100.5 reserves 101): what a shared store can count
+      return { model, tokens: Math.ceil(estimate.promptTokens + output) }
     }
 
     return {

@@ -191,6 +191,8 @@ export const conformsToModel = (makeStore: MakeStore, numRuns: number) =>
               if (step.tokens > limits.tokens) {
                 assert.deepStrictEqual(answer, { _tag: "TooLarge" })
                 if (place >= 0) model.waiters.splice(place, 1)
+                // the waiter first now is one still there
+                model.dropLateWaiters(now)
                 break
               }
               const first = model.waiters[0]
@@ -208,6 +210,8 @@ export const conformsToModel = (makeStore: MakeStore, numRuns: number) =>
                 ids.push({ bucket: step.bucket, id: answer.id })
                 model.entries.push({ id: answer.id, at: now, requests: 1, tokens: step.tokens })
                 if (place >= 0) model.waiters.splice(place, 1)
+                // the waiter first now is one still there
+                model.dropLateWaiters(now)
                 // with more to send, a place at the back of the line when others wait, behind the first
                 const next = model.waiters[0]
                 if (step.more && who !== undefined && next !== undefined) {
@@ -288,6 +292,8 @@ export const conformsToModel = (makeStore: MakeStore, numRuns: number) =>
               await run(store.leave(name, who))
               const place = model.waiters.findIndex((w) => w.id === who)
               if (place >= 0) model.waiters.splice(place, 1)
+              // the waiter first now is one still there
+              model.dropLateWaiters(now)
             }
           }
         }

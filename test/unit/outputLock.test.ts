@@ -16,7 +16,8 @@ import { tempDir } from "../helpers/tempDir.js"
 const deadPid = (): number =>
   Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).stdout.toString())
 
-const holderOf = (lock: string) => JSON.parse(fs.readFileSync(lock, "utf8")) as { pid: number; host: string }
+const holderOf = (lock: string) =>
+  JSON.parse(fs.readFileSync(lock, "utf8")) as { pid: number; host: string; started: string }
 
 describe("the batch output lock", () => {
   it.scoped("is held for the run and removed when it ends, failed or not", () =>
@@ -72,5 +73,34 @@ describe("the batch output lock", () => {
       assert.strictEqual(holderOf(`${other}.lock`).host, "elsewhere")
       // no file of the lock's own making is left beside it
       assert.sameMembers(fs.readdirSync(dir), ["out.jsonl.lock", "other.jsonl.lock"])
+    }))
+
+  it.scoped("a lock naming this very process, which it does not hold, is left by an earlier one with its pid: taken", () =>
+    Effect.gen(function*() {
+      // a container restarted: its program has pid 1 again, on the same hostname
+      const output = path.join(yield* tempDir("aifs-lock-"), "out.jsonl")
+      fs.writeFileSync(`${output}.lock`, JSON.stringify({ pid: process.pid, host: os.hostname(), started: "earlier" }))
+      yield* lockOutput(output)
+      assert.notStrictEqual(holderOf(`${output}.lock`).started, "earlier")
+    }))
+
+  it.scoped("a process that exits at once while it holds the lock (a second Ctrl-C) leaves no lock behind", () =>
+    Effect.gen(function*() {
+      const output = path.join(yield* tempDir("aifs-lock-"), "out.jsonl")
+      const module = path.resolve("src/cli/outputLock.ts")
+      const program = [
+        `import * as Effect from "effect/Effect"`,
+        `import { lockOutput } from ${JSON.stringify(module)}`,
+        `import * as fs from "node:fs"`,
+        `Effect.runPromise(Effect.scoped(Effect.zipRight(lockOutput(${JSON.stringify(output)}), Effect.sync(() => {`,
+        `  if (!fs.existsSync(${JSON.stringify(`${output}.lock`)})) process.exit(3)`,
+        `  process.exit(130)`,
+        `}))))`
+      ].join("\n")
+      const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", program], {
+        timeout: 30_000
+      })
+      assert.strictEqual(child.status, 130, child.stderr.toString())
+      assert.isFalse(fs.existsSync(`${output}.lock`))
     }))
 })

@@ -103,4 +103,20 @@ describe("limiters sharing one store's line", () => {
       assert.strictEqual(yield* now, 2000)
       assert.notInclude(byName(calls, "b", "a").slice(5), "reserve a", "a asks nothing more")
     }))
+
+  it.scoped("the place is given up when every caller of the limiter is interrupted together, head and follower", () =>
+    Effect.gen(function*() {
+      const { a, b, calls } = yield* twoOnOneStore()
+      yield* b.acquire(ticket())
+      const a1 = yield* Effect.fork(a.acquire(ticket()))
+      yield* runReady
+      const a2 = yield* Effect.fork(a.acquire(ticket()))
+      yield* runReady
+      assert.deepStrictEqual(byName(calls, "b", "a"), ["reserve b", "reserve a"])
+      // the head first (the turn passes to a2), then a2 before it runs
+      yield* Fiber.interrupt(a1)
+      yield* Fiber.interrupt(a2)
+      yield* runReady
+      assert.strictEqual(byName(calls, "b", "a").at(-1), "leave a")
+    }))
 })
