@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -102,5 +102,83 @@ describe("the batch output lock", () => {
       })
       assert.strictEqual(child.status, 130, child.stderr.toString())
       assert.isFalse(fs.existsSync(`${output}.lock`))
+    }))
+
+  /** A live process other than this one, for the test's scope. */
+  const liveProcess = Effect.acquireRelease(
+    Effect.sync(() => spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" })),
+    (child) => Effect.sync(() => child.kill("SIGKILL"))
+  )
+
+  it.scoped("a lock held by another live process is never taken: refused with the holder, its start and the way out", () =>
+    Effect.gen(function*() {
+      const output = path.join(yield* tempDir("aifs-lock-"), "out.jsonl")
+      const other = yield* liveProcess
+      fs.writeFileSync(`${output}.lock`, JSON.stringify({ pid: other.pid, host: os.hostname(), started: "09:00" }))
+      const refused = yield* Effect.flip(Effect.scoped(lockOutput(output)))
+      assert.strictEqual(
+        refused.message,
+        `${output} is being written by another run (pid ${other.pid} on ${os.hostname()}, started 09:00): wait for ` +
+          `it to end, or stop it (a lock whose run died is taken over; remove ${output}.lock if it is left from ` +
+          "another machine)"
+      )
+      assert.strictEqual(holderOf(`${output}.lock`).pid, other.pid)
+    }))
+
+  it.scoped("a lock file that names no run (not JSON, no pid, no host) is refused as unreadable, never taken", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("aifs-lock-")
+      for (
+        const [i, text] of [
+          "{}",
+          "not json",
+          "null",
+          JSON.stringify({ pid: "1", host: "h" }),
+          JSON.stringify({ pid: 1 })
+        ].entries()
+      ) {
+        const output = path.join(dir, `out${i}.jsonl`)
+        fs.writeFileSync(`${output}.lock`, text)
+        const refused = yield* Effect.flip(Effect.scoped(lockOutput(output)))
+        assert.include(refused.message, "another run (its lock file is unreadable)", text)
+        assert.strictEqual(fs.readFileSync(`${output}.lock`, "utf8"), text)
+      }
+    }))
+
+  it.scoped("ending, a run removes only its own lock: one another run took since is left to it", () =>
+    Effect.gen(function*() {
+      const output = path.join(yield* tempDir("aifs-lock-"), "out.jsonl")
+      const other = JSON.stringify({ pid: process.pid + 1, host: os.hostname(), started: "later" })
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* lockOutput(output)
+        fs.writeFileSync(`${output}.lock`, other)
+      }))
+      assert.strictEqual(fs.readFileSync(`${output}.lock`, "utf8"), other)
+      const elsewhere = JSON.stringify({ pid: process.pid, host: "elsewhere", started: "later" })
+      fs.rmSync(`${output}.lock`)
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* lockOutput(output)
+        fs.writeFileSync(`${output}.lock`, elsewhere)
+      }))
+      assert.strictEqual(fs.readFileSync(`${output}.lock`, "utf8"), elsewhere)
+    }))
+
+  it.scoped("an output whose folder does not exist cannot be locked: one line naming it", () =>
+    Effect.gen(function*() {
+      const output = path.join(yield* tempDir("aifs-lock-"), "missing", "out.jsonl")
+      const error = yield* Effect.flip(Effect.scoped(lockOutput(output)))
+      assert.strictEqual(error.name, "UsageError")
+      assert.match(error.message, new RegExp(`^cannot lock ${output.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: ENOENT`))
+    }))
+
+  it.scoped("a dead run's lock under the takeover guard of a live one is not taken: after a bounded wait, refused", () =>
+    Effect.gen(function*() {
+      const output = path.join(yield* tempDir("aifs-lock-"), "out.jsonl")
+      const other = yield* liveProcess
+      fs.writeFileSync(`${output}.lock`, JSON.stringify({ pid: deadPid(), host: os.hostname(), started: "earlier" }))
+      fs.writeFileSync(`${output}.lock.takeover`, JSON.stringify({ pid: other.pid, host: os.hostname(), started: "" }))
+      const error = yield* Effect.flip(Effect.scoped(lockOutput(output)))
+      assert.strictEqual(error.message, `${output}: could not take its lock ${output}.lock: other runs keep taking it`)
+      assert.isTrue(fs.existsSync(`${output}.lock.takeover`), "the live run's guard is left")
     }))
 })
