@@ -221,6 +221,7 @@ export const make = (
               _tag: "Admitted",
               id: Number(reply[1]),
               usage: usageFrom(reply, 3),
+              // Stryker disable next-line EqualityOperator: a kept place never asks a wait of 0: the waiter ahead is alive, so its time and grace are still to come
               ...(queuedMs >= 0 ? { queuedMs } : {})
             }
           }
@@ -271,6 +272,7 @@ const subscriberOf = (client: Client, pattern: string, timeout: Duration.Duratio
         const options = { lazyConnect: false, enableOfflineQueue: true, enableReadyCheck: false }
         const duplicate = isCluster(client) ? client.duplicate([], options) : client.duplicate(options)
         // failures are seen by the operations; a subscriber that cannot connect only misses wake-ups
+        // Stryker disable next-line ArrowFunction: a listener that does nothing, written either way
         duplicate.on("error", () => {})
         return duplicate
       }),
@@ -285,6 +287,7 @@ const subscriberOf = (client: Client, pattern: string, timeout: Duration.Duratio
       const key = keyOf(channel, waiter)
       const resumes = waiting.get(key)
       if (resumes === undefined) {
+        // Stryker disable next-line ConditionalExpression: keeping another process's wake-up costs memory, never a wrong wake-up (its waiter is never ours)
         if (ours.has(waiter)) kept.add(key)
         return
       }
@@ -312,6 +315,7 @@ const subscriberOf = (client: Client, pattern: string, timeout: Duration.Duratio
           resumes.add(wake)
           return Effect.sync(() => {
             resumes.delete(wake)
+            // Stryker disable next-line ConditionalExpression,LogicalOperator: when an empty set is dropped changes memory only: a message finds no one either way
             if (resumes.size === 0 && waiting.get(key) === resumes) waiting.delete(key)
           })
         })

@@ -265,7 +265,8 @@ export const conformsToModel = (makeStore: MakeStore, numRuns: number) =>
               const before = model.countAt(now)
               if (step.requests > before.requests) {
                 model.entries.push({
-                  id: -1,
+                  // usage learnt from the server: no id any caller holds (NaN equals nothing)
+                  id: Number.NaN,
                   at: now - step.requestsAge,
                   requests: step.requests - before.requests,
                   tokens: 0
@@ -273,7 +274,8 @@ export const conformsToModel = (makeStore: MakeStore, numRuns: number) =>
               }
               if (step.tokens > before.tokens) {
                 model.entries.push({
-                  id: -1,
+                  // usage learnt from the server: no id any caller holds (NaN equals nothing)
+                  id: Number.NaN,
                   at: now - step.tokensAge,
                   requests: 0,
                   tokens: step.tokens - before.tokens
@@ -372,6 +374,12 @@ export const signalsReleases = async (makeStore: MakeStore) => {
   const first = await at(0)(store.reserve("b", 10, limits))
   const second = await at(0)(store.reserve("b", 10, limits))
   if (first._tag !== "Admitted" || second._tag !== "Admitted") throw new Error("both fit")
+  // w0 told to wait, and woken before it ever listened: the wake-up waits for it
+  assert.strictEqual((await at(1)(store.reserve("b", 10, limits, "w0")))._tag, "Wait")
+  await at(1)(store.adjust("b", first.id, 5, limits.windowMs))
+  await Effect.runPromise(Effect.sleep("50 millis"))
+  assert.isTrue(await signalled("w0", nothing), "kept for a waiter that had not listened yet")
+  await at(1)(store.leave("b", "w0"))
   assert.strictEqual((await at(1)(store.reserve("b", 10, limits, "w1")))._tag, "Wait")
   assert.isFalse(await signalled("w1", () => at(1)(store.adjust("b", first.id, 50, limits.windowMs))), "raised")
   assert.isFalse(await signalled("w1", () => at(1)(store.restamp("b", first.id, limits.windowMs))), "restamped")

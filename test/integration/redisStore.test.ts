@@ -4,6 +4,7 @@
  * processes, the server's clock, and what a bad URL or password does.
  */
 import { assert, describe, inject, it } from "@effect/vitest"
+import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
@@ -14,6 +15,8 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Metric from "effect/Metric"
 import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import * as TestServices from "effect/TestServices"
 import { Redis } from "ioredis"
 import { afterAll, beforeAll } from "vitest"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
@@ -21,7 +24,7 @@ import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as Node from "../../src/layers/Node.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as RedisLimiterStore from "../../src/redis.js"
-import { startRedis } from "../helpers/redisServer.js"
+import { freePort, startRedis } from "../helpers/redisServer.js"
 import {
   atTime,
   conformsToModel,
@@ -81,6 +84,31 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
       await waitsAreExact(() => fresh(), 50)
     },
     60_000
+  )
+
+  it("behind its fallback (the default), every operation still answers as the rule says, on the server", async () => {
+    await conformsToModel(() => fresh({ onUnavailable: "memory" }), 60)
+  }, 120_000)
+
+  it(
+    "with no server at all, the fallback answers every operation as the rule says, from this process's memory",
+    async () => {
+      const nowhere = await freePort()
+      const down = () =>
+        Effect.runPromise(
+          Scope.extend(
+            Effect.map(
+              Layer.build(RedisLimiterStore.layer(`redis://127.0.0.1:${nowhere}`, { clock: "effect" })),
+              Context.get(LimiterStore.LimiterStore)
+            ),
+            scope
+          ).pipe(Effect.provide(Logger.remove(Logger.defaultLogger)))
+        )
+      await conformsToModel(down, 60)
+      await waitsAreExact(down, 20)
+      await signalsReleases(down)
+    },
+    120_000
   )
 
   it("a wait that needs hundreds of entries to leave is exact", async () => {
@@ -244,6 +272,177 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
     },
     30_000
   )
+
+  describe("its layers and messages", () => {
+    const limits = { requests: 1_000, tokens: 1_000_000, windowMs: 60_000 }
+    /** The store of `layer`, for the test's scope. */
+    const storeOf = <E>(layer: Layer.Layer<LimiterStore.LimiterStore, E>) =>
+      Effect.map(Layer.build(layer), Context.get(LimiterStore.LimiterStore))
+
+    it.scopedLive("a URL that is not one, or not redis:// or rediss://, is refused with one exact line", () =>
+      Effect.gen(function*() {
+        const notUrl = yield* Effect.flip(storeOf(RedisLimiterStore.layer("redis//:s3cret@nowhere")))
+        assert.strictEqual(notUrl.message, "the limiter store's URL is not a URL: (not a URL)")
+        const http = yield* Effect.flip(storeOf(RedisLimiterStore.layer("http://u:s3cret@127.0.0.1:6379")))
+        assert.strictEqual(http.message, "the limiter store's URL must start with redis:// or rediss://, not http://")
+      }))
+
+    it.scopedLive("a server away at start: the default builds, counts in memory with one warning; fail mode refuses", () =>
+      Effect.gen(function*() {
+        const nowhere = yield* Effect.promise(() => freePort())
+        const logs: Array<string> = []
+        const logger = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))
+        for (const scheme of ["redis", "rediss"]) {
+          const store = yield* storeOf(RedisLimiterStore.layer(`${scheme}://:pass-at-start@127.0.0.1:${nowhere}`)).pipe(
+            Effect.provide(logger)
+          )
+          const answer = yield* store.reserve("b", 1, limits).pipe(Effect.provide(logger))
+          assert.isTrue(answer._tag === "Admitted" && answer.id < 0, `${scheme}: counted in memory`)
+        }
+        assert.isTrue(
+          logs.some((l) => l.includes("refused the connection") && l.includes("counting in this process's memory"))
+        )
+        for (const line of logs) assert.notInclude(line, "pass-at-start")
+        const refused = yield* Effect.flip(
+          storeOf(RedisLimiterStore.layer(`redis://127.0.0.1:${nowhere}`, { onUnavailable: "fail" }))
+        )
+        assert.match(
+          refused.message,
+          new RegExp(`^the limiter store \\(redis://127\\.0\\.0\\.1:${nowhere}\\) refused the connection: `)
+        )
+      }))
+
+    it.scopedLive("every operation that cannot reach the server says which, and why, naming the store", () =>
+      Effect.gen(function*() {
+        const server = yield* Effect.acquireRelease(Effect.promise(() => startRedis()), (r) => Effect.promise(r.stop))
+        const store = yield* storeOf(RedisLimiterStore.layer(server.url, { onUnavailable: "fail" }))
+        yield* store.usage("b", 1_000)
+        yield* Effect.promise(() => server.stop())
+        const failures = yield* Effect.all([
+          Effect.flip(store.reserve("b", 1, limits)),
+          Effect.flip(store.adjust("b", 1, 1, 1_000)),
+          Effect.flip(store.remove("b", 1, 1_000)),
+          Effect.flip(store.restamp("b", 1, 1_000)),
+          Effect.flip(store.topUp("b", { requests: 1, requestsAgeMs: 0, tokens: 1, tokensAgeMs: 0 }, 1_000)),
+          Effect.flip(store.usage("b", 1_000)),
+          Effect.flip(store.leave("b", "w"))
+        ])
+        const operations = [
+          "reserve",
+          "adjust",
+          "remove",
+          "restamp",
+          "count the server's usage",
+          "read the usage",
+          "leave the line"
+        ]
+        for (const [i, failure] of failures.entries()) {
+          assert.include(failure.message, `the limiter store (${server.url}) failed to ${operations[i]}: `)
+          assert.notInclude(failure.message, "no answer within", "a refused connection is not a timeout")
+        }
+      }))
+
+    it.scopedLive("a client of your own without a command timeout: the store's own time limit applies", () =>
+      Effect.gen(function*() {
+        const server = yield* Effect.acquireRelease(Effect.promise(() => startRedis()), (r) => Effect.promise(r.stop))
+        const mine = yield* Effect.acquireRelease(
+          Effect.sync(() => new Redis(server.url)),
+          (c) => Effect.sync(() => c.disconnect())
+        )
+        const blocker = yield* Effect.acquireRelease(
+          Effect.sync(() => new Redis(server.url)),
+          (c) => Effect.sync(() => c.disconnect())
+        )
+        const probe = yield* Effect.acquireRelease(
+          Effect.sync(() => new Redis(server.url)),
+          (c) => Effect.sync(() => c.disconnect())
+        )
+        const store = yield* storeOf(
+          RedisLimiterStore.layerFromClient(mine, { onUnavailable: "fail", timeout: "100 millis" })
+        )
+        yield* store.reserve("b", 1, limits)
+        void blocker.eval(busyFor500ms, 0).catch(() => undefined)
+        for (let i = 0; i < 20; i++) {
+          const answered = yield* Effect.promise(() => probe.ping()).pipe(Effect.timeout("50 millis"), Effect.option)
+          if (answered._tag === "None") break
+        }
+        const failure = yield* Effect.flip(store.reserve("b", 1, limits))
+        // a client of your own is named by the store's default name, its keys under the default prefix
+        assert.strictEqual(failure.message, "the limiter store (redis) failed to reserve: no answer within 100ms")
+        yield* Effect.sleep("600 millis")
+        assert.include(yield* Effect.promise(() => probe.keys("{aifs:*")), "{aifs:b}:log")
+      }))
+
+    it.scopedLive("the store's connections close with its scope; a client you own stays open", () =>
+      Effect.gen(function*() {
+        const server = yield* Effect.acquireRelease(Effect.promise(() => startRedis()), (r) => Effect.promise(r.stop))
+        const probe = yield* Effect.acquireRelease(
+          Effect.sync(() => new Redis(server.url)),
+          (c) => Effect.sync(() => c.disconnect())
+        )
+        const clients = Effect.promise(() => probe.client("LIST") as Promise<string>).pipe(
+          Effect.map((list) => list.split("\n").filter((l) => l.trim() !== "").length)
+        )
+        const alone = yield* clients
+        yield* Effect.scoped(Effect.gen(function*() {
+          const store = yield* storeOf(RedisLimiterStore.layer(server.url))
+          yield* store.reserve("b", 1, limits)
+          yield* Effect.sleep("50 millis")
+          assert.strictEqual(yield* clients, alone + 2, "the operations' connection and the wake-ups'")
+        }))
+        yield* Effect.sleep("100 millis")
+        assert.strictEqual(yield* clients, alone)
+        const mine = new Redis(server.url)
+        yield* Effect.scoped(
+          Effect.flatMap(storeOf(RedisLimiterStore.layerFromClient(mine)), (store) => store.usage("b", 1_000))
+        )
+        assert.strictEqual(yield* Effect.promise(() => mine.ping()), "PONG")
+        mine.disconnect()
+      }))
+
+    it.scopedLive("layerConfig reads the URL from a Config", () =>
+      Effect.gen(function*() {
+        const store = yield* storeOf(RedisLimiterStore.layerConfig(Config.string("MY_REDIS_URL"), { prefix: "cfg" }))
+          .pipe(
+            Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["MY_REDIS_URL", url!]])))
+          )
+        yield* store.reserve("b", 1, limits)
+        assert.include(yield* Effect.promise(() => client.keys("{cfg:*")), "{cfg:b}:log")
+        const missing = yield* Effect.flip(storeOf(RedisLimiterStore.layerConfig(Config.string("MY_REDIS_URL"))))
+        assert.isTrue(ConfigError.isConfigError(missing))
+      }))
+
+    it.effect(
+      "memory while the server is away, Redis again once retryAfter has passed on the clock, not before",
+      () =>
+        Effect.gen(function*() {
+          const server = yield* Effect.acquireRelease(Effect.promise(() => startRedis()), (r) => Effect.promise(r.stop))
+          const store = yield* storeOf(
+            RedisLimiterStore.layer(server.url, { clock: "effect", retryAfter: "10 seconds", timeout: "200 millis" })
+          ).pipe(Effect.provide(Logger.remove(Logger.defaultLogger)))
+          const onRedis = (answer: LimiterStore.Reservation) => answer._tag === "Admitted" && answer.id > 0
+          assert.isTrue(onRedis(yield* store.reserve("b", 1, limits)))
+          yield* Effect.promise(() => server.stop())
+          assert.isFalse(onRedis(yield* store.reserve("b", 1, limits)))
+          yield* Effect.acquireRelease(Effect.promise(() => startRedis({ port: server.port })), (r) =>
+            Effect.promise(r.stop))
+          // the server answers again (and ioredis has had time to reconnect), but the clock has not moved
+          yield* TestServices.provideLive(Effect.sleep("2500 millis"))
+          assert.isFalse(onRedis(yield* store.reserve("b", 1, limits)), "still in memory before retryAfter")
+          yield* TestClock.adjust("10 seconds")
+          let back = false
+          for (let i = 0; i < 50 && !back; i++) {
+            back = onRedis(yield* store.reserve("b", 1, limits))
+            if (!back) {
+              yield* TestClock.adjust("10 seconds")
+              yield* TestServices.provideLive(Effect.sleep("100 millis"))
+            }
+          }
+          assert.isTrue(back, "on the server again")
+        }).pipe(Effect.scoped),
+      60_000
+    )
+  })
 
   describe("when the server is lost", () => {
     const limits = { requests: 1_000, tokens: 1_000_000, windowMs: 60_000 }
