@@ -4,7 +4,7 @@
 //
 //   node scripts/mutation-report.mjs [group...]             the table, and the equivalent mutants
 //   node scripts/mutation-report.mjs --survivors [group...] every mutant that survived or has no test, with its place
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import config, { groups } from "../stryker.config.mjs"
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith("--"))
@@ -41,13 +41,14 @@ const rows = Object.entries(report.files).map(([file, { mutants }]) => {
   }
 }).sort((a, b) => a.file.localeCompare(b.file))
 
-console.log(`| module | score | killed | survived or untested | equivalent (ignored) | static (not run) |`)
-console.log(`| --- | --- | --- | --- | --- | --- |`)
-for (const r of rows) {
-  console.log(
+const table = [
+  `| module | score | killed | survived or untested | equivalent (ignored) | static (not run) |`,
+  `| --- | --- | --- | --- | --- | --- |`,
+  ...rows.map((r) =>
     `| \`${r.file}\` | ${r.score.toFixed(1)}% | ${r.killed} | ${r.survived} | ${r.equivalent.length} | ${r.statics} |`
   )
-}
+]
+console.log(table.join("\n"))
 
 const place = (file, m) => `${file}:${m.location.start.line}:${m.location.start.column}`
 const equivalents = rows.flatMap((r) =>
@@ -55,13 +56,34 @@ const equivalents = rows.flatMap((r) =>
 )
 if (equivalents.length > 0) console.log(`\nEquivalent mutants (ignored, with the reason):\n${equivalents.join("\n")}`)
 
-if (process.argv.includes("--survivors")) {
-  for (const r of rows) {
-    for (const m of r.open) {
-      const replacement = (m.replacement ?? "").replace(/\s+/g, " ").slice(0, 100)
-      console.log(`${m.status} ${place(r.file, m)} ${m.mutatorName}: ${replacement}`)
-    }
-  }
+const survivors = rows.flatMap((r) =>
+  r.open.map((m) => {
+    const replacement = (m.replacement ?? "").replace(/\s+/g, " ").slice(0, 100)
+    return `- ${m.status} ${place(r.file, m)} ${m.mutatorName}: \`${replacement.replace(/`/g, "'")}\``
+  })
+)
+if (process.argv.includes("--survivors")) console.log(`\nSurvivors:\n${survivors.join("\n")}`)
+
+// --write: the table, the equivalent mutants and the survivors in docs/mutation.md
+if (process.argv.includes("--write")) {
+  const doc = [
+    "# Mutation testing: the latest scores",
+    "",
+    "Written by `node scripts/mutation-report.mjs --write` from the groups' reports of `npm run mutation` (StrykerJS,",
+    "vitest runner, per-test coverage). A module fails the run below " + `${threshold}%.`,
+    "",
+    ...table,
+    "",
+    "## Equivalent mutants (ignored in the code, with the reason)",
+    "",
+    ...equivalents,
+    "",
+    "## Survivors (not killed by any test)",
+    "",
+    ...(survivors.length > 0 ? survivors : ["None."]),
+    ""
+  ].join("\n")
+  writeFileSync(new URL("../docs/mutation.md", import.meta.url), doc)
 }
 
 const below = rows.filter((r) => r.score < threshold)

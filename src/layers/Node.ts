@@ -242,7 +242,8 @@ export const layerConfig = (
 ): Layer.Layer<Services, ConfigError.ConfigError> => withClientConfig(ClientConfig.layerConfig(config), options)
 
 /**
- * Everything, from the `AIFS_*` environment variables (`AIFS_API_KEY` is required).
+ * Everything, from the `AIFS_*` environment variables (`AIFS_API_KEY` is required). With `AIFS_LIMITER_REDIS_URL`
+ * the rate limiter counts on that Redis server, with every process on the key (see `limiterFromEnv`).
  *
  * @example
  * ```ts
