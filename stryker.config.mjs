@@ -20,7 +20,9 @@ export const groups = {
   limiter: ["src/layers/RateLimiter.ts", "src/layers/LimiterStore.ts"],
   redis: ["src/redis.ts"],
   transport: ["src/internal/transport.ts", "src/layers/InferenceHttp.ts"],
-  batch: ["src/services/Batch.ts", "src/cli/batch.ts", "src/cli/outputLock.ts"]
+  // not the output lock (src/cli/outputLock.ts): its per-test coverage is not attributed to its later tests (a mutant
+  // reported as surviving fails them when applied by hand), so its score would say nothing; its tests stand alone
+  batch: ["src/services/Batch.ts", "src/cli/batch.ts"]
 }
 
 const group = process.env.MUTATION_RUN
