@@ -28,9 +28,17 @@ export const freePort = (): Promise<number> =>
 export interface RedisServer {
   readonly url: string
   readonly port: number
-  /** Stops the server (SIGKILL after 5 s) and removes its directory. */
+  /** Stops the server (its shell killed after 5 s) and removes its directory. */
   readonly stop: () => Promise<void>
 }
+
+/**
+ * Runs redis-server with the script's arguments; a reader in the background stops it when stdin closes (this
+ * process stopped it, or ended); the shell removes the server's folder once it has exited, whatever the reason.
+ */
+// (stdin kept as fd 3: a background list's own stdin is /dev/null in a shell without job control)
+const watchdog = "exec 3<&0; redis-server \"$@\" & pid=$!; { read _ignored <&3; kill $pid 2>/dev/null; } & " +
+  "wait $pid; rm -rf \"$AIFS_REDIS_DIR\""
 
 /** Starts a server on `port` (a free one by default) and resolves once it accepts connections (at most 10 s). */
 export const startRedis = async (
@@ -40,7 +48,12 @@ export const startRedis = async (
   const dir = mkdtempSync(join(tmpdir(), "aifs-redis-"))
   const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir]
   if (options.password !== undefined) args.push("--requirepass", options.password)
-  const child: ChildProcess = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] })
+  // under a shell that stops the server and removes its folder when its stdin closes: when this process ends,
+  // even killed without a chance to stop it (a test runner killed by the mutation run), the server goes with it
+  const child: ChildProcess = spawn("sh", ["-c", watchdog, "sh", ...args], {
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { ...process.env, AIFS_REDIS_DIR: dir }
+  })
   let output = ""
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
@@ -49,7 +62,7 @@ export const startRedis = async (
     )
     const fail = (error: Error) => {
       clearTimeout(timer)
-      child.kill("SIGKILL")
+      child.stdin!.end()
       rmSync(dir, { recursive: true, force: true })
       reject(error)
     }
@@ -79,7 +92,7 @@ export const startRedis = async (
         if (child.exitCode !== null || child.signalCode !== null) return done()
         child.removeAllListeners("exit")
         child.once("exit", done)
-        child.kill("SIGTERM")
+        child.stdin!.end()
       })
   }
 }
