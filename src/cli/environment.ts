@@ -1,18 +1,20 @@
 /**
  * Where the CLI sends its requests: the configured service when `AIFS_API_KEY` is set, otherwise the
- * embedded emulator, started in-process (and said so on stderr).
+ * embedded emulator, started in-process (and said so on stderr), unless a base URL is set.
  *
  * @since 0.1.0
  */
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Emulator from "../emulator/Emulator.js"
+import * as ClientConfig from "../layers/ClientConfig.js"
 import * as Node from "../layers/Node.js"
 
 const viaEmulator: Layer.Layer<Node.Services, HttpServerError.ServeError> = Layer.unwrapEffect(
@@ -27,18 +29,48 @@ const viaEmulator: Layer.Layer<Node.Services, HttpServerError.ServeError> = Laye
   })
 ).pipe(Layer.provide(Emulator.layer()))
 
+/** Whether a base URL points at this machine (a local emulator, say). */
+const isLocal = (url: string): boolean => {
+  const host = new URL(url).hostname
+  return host === "localhost" || host === "[::1]" || /^127\./.test(host)
+}
+
 /**
- * The client layer of a CLI command.
+ * The client layer of a CLI command: the configured service with `AIFS_API_KEY`; without it, the embedded emulator
+ * when no base URL is set, the development key for a base URL on this machine (an `aifs emulator` of your own), and
+ * a configuration error (exit 2) for any other base URL: the real service needs a key, and a user who set a base URL
+ * never wants an answer from the embedded emulator instead.
  *
  * @since 0.1.0
  * @category layers
  */
 export const client: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpServerError.ServeError> = Layer
   .unwrapEffect(
-    Effect.map(
-      Config.option(Config.redacted("AIFS_API_KEY")),
+    Effect.gen(function*(): Effect.fn.Return<
+      Layer.Layer<Node.Services, ConfigError.ConfigError | HttpServerError.ServeError>,
+      ConfigError.ConfigError
+    > {
+      const key = yield* Config.option(Config.redacted("AIFS_API_KEY"))
       // an empty AIFS_API_KEY counts as unset: `AIFS_API_KEY= aifs ...` is how a shell unsets it for one command
-      (key): Layer.Layer<Node.Services, ConfigError.ConfigError | HttpServerError.ServeError> =>
-        Option.isSome(key) && Redacted.value(key.value).trim() !== "" ? Node.layerFromEnv : viaEmulator
-    )
+      if (Option.isSome(key) && Redacted.value(key.value).trim() !== "") return Node.layerFromEnv
+      const baseUrl = yield* Config.option(ClientConfig.httpUrl("AIFS_BASE_URL"))
+      if (Option.isNone(baseUrl)) return viaEmulator
+      if (!isLocal(baseUrl.value)) {
+        return yield* Effect.fail(ConfigError.InvalidData(
+          ["AIFS_API_KEY"],
+          `AIFS_API_KEY is not set, but AIFS_BASE_URL is (${baseUrl.value}): set the key, or unset AIFS_BASE_URL to ` +
+            "use the embedded emulator"
+        ))
+      }
+      yield* Console.error(
+        `aifs: AIFS_API_KEY is not set: using the emulator's development key at ${baseUrl.value}`
+      )
+      return Node.layerFromEnv.pipe(
+        Layer.provide(Layer.setConfigProvider(
+          ConfigProvider.fromMap(
+            new Map([["AIFS_API_KEY", Emulator.keyOf("standard4000")], ["AIFS_TIER", "standard4000"]])
+          ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+        ))
+      )
+    })
   )

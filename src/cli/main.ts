@@ -26,6 +26,7 @@ import { demo } from "./demo.js"
 import { client } from "./environment.js"
 import { filesCommand } from "./files.js"
 import { imagesCommand } from "./images.js"
+import { UsageError } from "./output.js"
 import { ragCommand } from "./rag.js"
 import { vsCommand } from "./vs.js"
 
@@ -56,6 +57,12 @@ const modelOption = (fallback: string) =>
     Options.withDefault(fallback)
   )
 
+/** A flag's value below 1 is a usage error naming the flag, before any client starts. */
+const atLeastOne = (flag: string, value: Option.Option<number>): Effect.Effect<void, UsageError> =>
+  Option.isSome(value) && value.value < 1
+    ? Effect.fail(new UsageError(`${flag} must be at least 1, not ${value.value}`))
+    : Effect.void
+
 const chatCommand = Command.make(
   "chat",
   {
@@ -66,25 +73,28 @@ const chatCommand = Command.make(
     system: Options.text("system").pipe(Options.optional, Options.withDescription("A system message"))
   },
   ({ maxTokens, model, noStream, prompt, system }) =>
-    Effect.gen(function*() {
-      const chat = yield* Chat.Chat
-      const messages: Array<ChatMessage> = [
-        ...Option.match(system, { onNone: () => [], onSome: (content) => [{ role: "system" as const, content }] }),
-        { role: "user", content: prompt }
-      ]
-      const params = {
-        model,
-        messages,
-        ...Option.match(maxTokens, { onNone: () => ({}), onSome: (max_tokens) => ({ max_tokens }) })
-      }
-      if (noStream) {
-        const answer = yield* chat.create(params)
-        yield* Console.log(answer.text)
-        return
-      }
-      yield* chat.createStream(params).pipe(Stream.runForEach((chunk) => write(chunk.text)))
-      yield* write("\n")
-    }).pipe(Effect.provide(client))
+    Effect.zipRight(
+      atLeastOne("--max-tokens", maxTokens),
+      Effect.gen(function*() {
+        const chat = yield* Chat.Chat
+        const messages: Array<ChatMessage> = [
+          ...Option.match(system, { onNone: () => [], onSome: (content) => [{ role: "system" as const, content }] }),
+          { role: "user", content: prompt }
+        ]
+        const params = {
+          model,
+          messages,
+          ...Option.match(maxTokens, { onNone: () => ({}), onSome: (max_tokens) => ({ max_tokens }) })
+        }
+        if (noStream) {
+          const answer = yield* chat.create(params)
+          yield* Console.log(answer.text)
+          return
+        }
+        yield* chat.createStream(params).pipe(Stream.runForEach((chunk) => write(chunk.text)))
+        yield* write("\n")
+      }).pipe(Effect.provide(client))
+    )
 ).pipe(Command.withDescription("Ask a model; the answer streams to stdout"))
 
 const embedCommand = Command.make(
@@ -132,10 +142,10 @@ const emulatorCommand = Command.make(
   ({ faultRate, host, port, window }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) {
-        return yield* Effect.fail(ValidationError.invalidValue(HelpDoc.p("--port must be from 0 to 65535")))
+        return yield* Effect.fail(new UsageError(`--port must be from 0 to 65535, not ${port}`))
       }
       if (!(faultRate >= 0 && faultRate <= 1)) {
-        return yield* Effect.fail(ValidationError.invalidValue(HelpDoc.p("--fault-rate must be from 0 to 1")))
+        return yield* Effect.fail(new UsageError(`--fault-rate must be from 0 to 1, not ${faultRate}`))
       }
       return yield* Layer.launch(
         Layer.effectDiscard(

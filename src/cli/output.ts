@@ -1,6 +1,7 @@
 /**
  * How the CLI reports: one line per failure on stderr, never a stack trace, and the exit codes of
- * DESIGN.md (0 success, 1 the service or network failed, 2 bad usage).
+ * DESIGN.md (0 success, 1 the service or network failed, 2 bad usage or configuration: a port that cannot be
+ * listened on among them).
  *
  * @since 0.1.0
  */
@@ -35,6 +36,10 @@ export const describe = (error: unknown): string => {
     return `${error._tag}: ${error.message}${wait}`
   }
   if (ConfigError.isConfigError(error)) return `configuration: ${String(error).replace(/\s+/g, " ")}`
+  if (error instanceof UsageError) return error.message
+  if (isServeError(error)) {
+    return `cannot listen: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`
+  }
   if (error instanceof Error) return `${error.name}: ${error.message}`
   return String(error)
 }
@@ -46,7 +51,14 @@ export const describe = (error: unknown): string => {
  * @category formatting
  */
 export const exitCode = (error: unknown): number =>
-  ValidationError.isValidationError(error) || ConfigError.isConfigError(error) || error instanceof UsageError ? 2 : 1
+  ValidationError.isValidationError(error) || ConfigError.isConfigError(error) || error instanceof UsageError ||
+    isServeError(error)
+    ? 2
+    : 1
+
+/** A server that could not listen (a port in use, or not ours to take): the user's to fix. */
+const isServeError = (error: unknown): error is { readonly _tag: "ServeError"; readonly cause: unknown } =>
+  typeof error === "object" && error !== null && "_tag" in error && error._tag === "ServeError"
 
 /**
  * Runs a CLI program: failures become one stderr line and an exit code, defects too (with no stack).

@@ -253,13 +253,36 @@ export const layerConfig = (config: Config.Config.Wrap<Options>): Layer.Layer<Cl
  * @category config
  */
 export const duration = (name: string): Config.Config<Duration.Duration> =>
-  Config.string(name).pipe(Config.mapOrFail((text) =>
-    Option.match(parseDurationInput(text), {
-      onNone: () =>
-        Either.left(ConfigError.InvalidData([], `Expected a duration such as 30s, 1m30s or 30 seconds, got "${text}"`)),
-      onSome: Either.right
-    })
-  ))
+  Config.string(name).pipe(
+    Config.mapOrFail((text) =>
+      Option.match(Option.filter(parseDurationInput(text), Duration.greaterThan(Duration.zero)), {
+        onNone: () =>
+          Either.left(
+            ConfigError.InvalidData(
+              [],
+              `Expected a duration above zero such as 30s, 1m30s or 30 seconds, got "${text}"`
+            )
+          ),
+        onSome: Either.right
+      })
+    )
+  )
+
+/**
+ * A URL config: an absolute `http://` or `https://` URL (a base URL that can never work fails before any request).
+ *
+ * @since 0.2.0
+ * @category config
+ */
+export const httpUrl = (name: string): Config.Config<string> =>
+  Config.string(name).pipe(Config.mapOrFail((text) => {
+    // empty counts as unset (`AIFS_BASE_URL= aifs ...` is how a shell unsets it for one command)
+    if (text.trim() === "") return Either.left(ConfigError.MissingData([], `${name} is empty`))
+    const url = Option.liftThrowable((t: string) => new URL(t))(text.trim())
+    return Option.isSome(url) && (url.value.protocol === "http:" || url.value.protocol === "https:")
+      ? Either.right(text.trim())
+      : Either.left(ConfigError.InvalidData([], `Expected an http(s) URL such as ${defaultBaseUrl}, got "${text}"`))
+  }))
 
 /**
  * The environment variables read by `layerFromEnv`.
@@ -271,9 +294,9 @@ export const fromEnv: Config.Config<Options> = Config.all({
   apiKey: Config.redacted("AIFS_API_KEY").pipe(
     Config.withDescription("API key of AI Foundation Services (gen-...); required for the real service")
   ),
-  baseUrl: Config.string("AIFS_BASE_URL").pipe(Config.withDefault(defaultBaseUrl)),
-  v1Url: Config.option(Config.string("AIFS_V1_URL")).pipe(Config.map(Option.getOrUndefined)),
-  queueUrl: Config.option(Config.string("AIFS_QUEUE_URL")).pipe(Config.map(Option.getOrUndefined)),
+  baseUrl: httpUrl("AIFS_BASE_URL").pipe(Config.withDefault(defaultBaseUrl)),
+  v1Url: Config.option(httpUrl("AIFS_V1_URL")).pipe(Config.map(Option.getOrUndefined)),
+  queueUrl: Config.option(httpUrl("AIFS_QUEUE_URL")).pipe(Config.map(Option.getOrUndefined)),
   apiVersion: Config.literal("1.1.0", "1.0.0")("AIFS_API_VERSION").pipe(Config.withDefault("1.1.0" as const)),
   tier: Config.literal("basic", "standard4000")("AIFS_TIER").pipe(Config.withDefault("basic" as const)),
   maxRetries: Config.integer("AIFS_MAX_RETRIES").pipe(

@@ -25,10 +25,8 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
-import { spawn } from "node:child_process"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import * as path from "node:path"
 import { inspect } from "node:util"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
@@ -44,6 +42,7 @@ import * as Images from "../../src/services/Images.js"
 import * as Models from "../../src/services/Models.js"
 import * as Responses from "../../src/services/Responses.js"
 import * as VectorStores from "../../src/services/VectorStores.js"
+import { aifs } from "../helpers/cli.js"
 import { sleepsBetween, waitUntil } from "../helpers/emulator.js"
 
 /** The part every secret shares: found anywhere in the output, even in part of a secret, it is a leak. */
@@ -748,46 +747,6 @@ describe("secrets never show: configuration", () => {
 
 // ---------------------------------------------------------------------------------------------------------------
 // the CLI, as a process
-
-const bin = path.resolve("src/cli/bin.ts")
-
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** Runs `aifs ...` with the given environment (no inherited AIFS_*), bounded in time. */
-const aifs = (args: ReadonlyArray<string>, env: Record<string, string>, timeoutMs = 45_000) =>
-  Effect.async<Run, Error>((resume) => {
-    const child = spawn(process.execPath, ["--import", "tsx", bin, ...args], {
-      env: {
-        ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
-        ...env
-      },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (data: Buffer) => {
-      stdout += data.toString("utf8")
-    })
-    child.stderr.on("data", (data: Buffer) => {
-      stderr += data.toString("utf8")
-    })
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL")
-      resume(Effect.fail(new Error(`aifs ${args.join(" ")} did not exit within ${timeoutMs} ms: ${stderr}`)))
-    }, timeoutMs)
-    child.once("close", (code) => {
-      clearTimeout(timer)
-      resume(Effect.succeed({ code, stdout, stderr }))
-    })
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      child.kill("SIGKILL")
-    })
-  })
 
 describe("secrets never show: the CLI", () => {
   it.live(

@@ -103,6 +103,35 @@ describe("ClientConfig.layerFromEnv", () => {
       assert.include(String(error), "soon")
     }))
 
+  it.each(["0", "0s", "0 millis"])(
+    "AIFS_TIMEOUT=%s (no time at all) is rejected, as is a zero idle timeout",
+    (text) =>
+      Effect.gen(function*() {
+        for (const name of ["AIFS_TIMEOUT", "AIFS_STREAM_IDLE_TIMEOUT"]) {
+          const error = yield* Effect.flip(fromEnv({ AIFS_API_KEY: key, [name]: text }))
+          assert.include(String(error), name)
+          assert.include(String(error), "above zero")
+        }
+      }).pipe(Effect.runSync)
+  )
+
+  it.each(["not-a-url", "ftp://example.com/v2", "llm-server.llmhub.t-systems.net/v2"])(
+    "AIFS_BASE_URL=%s is rejected as not an http(s) URL, as are the v1 and queue URLs",
+    (url) =>
+      Effect.gen(function*() {
+        for (const name of ["AIFS_BASE_URL", "AIFS_V1_URL", "AIFS_QUEUE_URL"]) {
+          const error = yield* Effect.flip(fromEnv({ AIFS_API_KEY: key, [name]: url }))
+          assert.include(String(error), name)
+          assert.include(String(error), `got "${url}"`)
+        }
+      }).pipe(Effect.runSync)
+  )
+
+  it.effect("an empty AIFS_BASE_URL counts as unset: the default service", () =>
+    Effect.gen(function*() {
+      const config = yield* fromEnv({ AIFS_API_KEY: key, AIFS_BASE_URL: " " })
+      assert.strictEqual(config.baseUrl, ClientConfig.defaultBaseUrl)
+    }))
   it.effect("reads the other variables and validates them", () =>
     Effect.gen(function*() {
       const config = yield* fromEnv({

@@ -1,0 +1,83 @@
+/**
+ * Configuration that can never work fails before any request, as one line with exit code 2; the CLI answers from
+ * the embedded emulator only when no base URL is set.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Emulator from "../../src/emulator/Emulator.js"
+import { aifs, type Run } from "../helpers/cli.js"
+
+const ask = ["chat", "--no-stream", "hello"]
+
+/** One line on stderr, exit code 2, nothing on stdout. */
+const usageFailure = (run: Run, ...parts: ReadonlyArray<string>) => {
+  assert.strictEqual(run.code, 2, run.stderr)
+  assert.strictEqual(run.stdout, "")
+  const lines = run.stderr.split("\n").filter((line) => line !== "")
+  assert.strictEqual(lines.length, 1, run.stderr)
+  for (const part of parts) assert.include(lines[0], part)
+}
+
+describe("aifs: configuration that cannot work", { timeout: 60_000 }, () => {
+  it.live("a base URL that is not an http(s) URL is exit 2, naming the variable, before any request", () =>
+    Effect.gen(function*() {
+      for (const url of ["not-a-url", "ftp://example.com/v2"]) {
+        const run = yield* aifs(ask, { AIFS_API_KEY: "gen-test", AIFS_BASE_URL: url })
+        usageFailure(run, "AIFS_BASE_URL", `"${url}"`)
+      }
+    }))
+
+  it.live("a zero or negative timeout is exit 2, naming the variable", () =>
+    Effect.gen(function*() {
+      const run = yield* aifs(ask, { AIFS_API_KEY: "gen-test", AIFS_TIMEOUT: "0" })
+      usageFailure(run, "AIFS_TIMEOUT", "above zero")
+    }))
+
+  it.live("a base URL elsewhere without a key is exit 2 naming AIFS_API_KEY, never the embedded emulator", () =>
+    Effect.gen(function*() {
+      const run = yield* aifs(ask, { AIFS_BASE_URL: "https://llm-server.llmhub.t-systems.net/v2" })
+      usageFailure(run, "AIFS_API_KEY is not set", "llm-server.llmhub.t-systems.net")
+    }))
+
+  it.live("a base URL on this machine without a key uses the emulator's development key there, and says so", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      const run = yield* aifs(ask, { AIFS_BASE_URL: emulator.baseUrl })
+      assert.strictEqual(run.code, 0, run.stderr)
+      assert.notStrictEqual(run.stdout.trim(), "")
+      assert.include(run.stderr, `AIFS_API_KEY is not set: using the emulator's development key at ${emulator.baseUrl}`)
+      assert.notInclude(run.stderr, "embedded emulator")
+    }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
+
+  it.live("no base URL and no key: the embedded emulator, said on the first line", () =>
+    Effect.gen(function*() {
+      const run = yield* aifs(ask)
+      assert.strictEqual(run.code, 0, run.stderr)
+      assert.match(run.stderr.split("\n")[0]!, /embedded emulator/)
+    }))
+
+  it.live("a flag below its least value is exit 2 naming the flag and the value, before any client starts", () =>
+    Effect.gen(function*() {
+      // a base URL that would refuse: a request would be exit 1 after retries, not exit 2 at once
+      const run = yield* aifs([...ask, "--max-tokens", "-1"], {
+        AIFS_API_KEY: "gen-test",
+        AIFS_BASE_URL: "http://127.0.0.1:9/v2"
+      })
+      usageFailure(run, "--max-tokens must be at least 1, not -1")
+    }))
+})
+
+describe("aifs emulator: its own mistakes", { timeout: 60_000 }, () => {
+  it.live("a port or fault rate out of range is one line naming the flag and the value, exit 2", () =>
+    Effect.gen(function*() {
+      usageFailure(yield* aifs(["emulator", "--port", "99999"]), "--port must be from 0 to 65535, not 99999")
+      usageFailure(yield* aifs(["emulator", "--fault-rate", "2"]), "--fault-rate must be from 0 to 1, not 2")
+    }))
+
+  it.live("a port in use is one line saying it cannot listen and why, exit 2", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      const run = yield* aifs(["emulator", "--port", String(emulator.port)])
+      usageFailure(run, "cannot listen", "EADDRINUSE")
+    }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
+})

@@ -1,0 +1,58 @@
+/**
+ * The CLI as users run it: `aifs ...` as a child process (node with tsx's loader, one process, so that a signal
+ * reaches the process that works), with an environment of the test's own (no inherited `AIFS_*`).
+ */
+import * as Effect from "effect/Effect"
+import { spawn } from "node:child_process"
+import * as path from "node:path"
+
+const bin = path.resolve("src/cli/bin.ts")
+
+/** What a finished run printed, and how it ended. */
+export interface Run {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The environment of a child CLI: this process's, without any `AIFS_*`, plus `env`. */
+export const cliEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
+  ...env
+})
+
+/** Runs `aifs ...` to its end, killed (and failed) after `timeoutMs`, or when the calling fiber is interrupted. */
+export const aifs = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string> = {},
+  options: { readonly timeoutMs?: number; readonly input?: string } = {}
+): Effect.Effect<Run, Error> =>
+  Effect.async<Run, Error>((resume) => {
+    const timeoutMs = options.timeoutMs ?? 45_000
+    const child = spawn(process.execPath, ["--import", "tsx", bin, ...args], {
+      env: cliEnv(env),
+      stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"]
+    })
+    if (options.input !== undefined) child.stdin?.end(options.input)
+    let stdout = ""
+    let stderr = ""
+    child.stdout?.on("data", (data: Buffer) => {
+      stdout += data.toString("utf8")
+    })
+    child.stderr?.on("data", (data: Buffer) => {
+      stderr += data.toString("utf8")
+    })
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      resume(Effect.fail(new Error(`aifs ${args.join(" ")} did not exit within ${timeoutMs} ms: ${stderr}`)))
+    }, timeoutMs)
+    child.once("close", (code, signal) => {
+      clearTimeout(timer)
+      resume(Effect.succeed({ code, signal, stdout, stderr }))
+    })
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      child.kill("SIGKILL")
+    })
+  })
