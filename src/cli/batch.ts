@@ -1,9 +1,10 @@
 /**
  * `aifs batch IN.jsonl --out OUT.jsonl`: runs a file of requests in the OpenAI batch format at the rate the
- * quota allows, with progress, and resumes where it stopped. Each result is appended as one whole line with
- * one `write`, so a crash (even `kill -9`) leaves at most a torn last line, which the next run removes before
- * it skips the `custom_id`s already done. Ctrl-C finishes what is in flight, then stops; a second Ctrl-C quits.
- * One run at a time writes an output (`OUT.lock`, see outputLock.ts): a second one refuses, naming the first.
+ * quota allows, with progress, and resumes where it stopped: a rerun skips the requests that succeeded and runs
+ * again those that failed (unless `--keep-failed`). The output is a log read and written as streams (see
+ * batchOutput.ts): each result appended as one whole line, a later line for an id replacing the earlier, and the
+ * file compacted to one line per id when a run ends. Ctrl-C finishes what is in flight, then stops; a second
+ * Ctrl-C quits. One run at a time writes an output (`OUT.lock`, see outputLock.ts): a second one refuses.
  *
  * @since 0.1.0
  */
@@ -24,50 +25,18 @@ import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import * as readline from "node:readline"
 import * as Batch from "../services/Batch.js"
+import * as BatchOutput from "./batchOutput.js"
 import { client } from "./environment.js"
 import { UsageError } from "./output.js"
 import { lockOutput } from "./outputLock.js"
-
-/**
- * Reads the `custom_id`s already in the output, first cutting a torn last line left by a crash (at its byte
- * offset, found in the bytes: the text before it may hold characters of several bytes, or bytes that are not UTF-8).
- */
-export const resumeFrom = (path: string): Set<string> => {
-  const done = new Set<string>()
-  if (!fs.existsSync(path)) return done
-  const bytes = fs.readFileSync(path)
-  const end = bytes.lastIndexOf(0x0a) + 1
-  // to its own length when no line is torn: a no-op
-  fs.truncateSync(path, end)
-  // a whole but unreadable line cannot come from this tool; it is left in place and not counted
-  for (const line of bytes.subarray(0, end).toString("utf8").split("\n")) {
-    const id = customIdOf(line)
-    if (id !== "") done.add(id)
-  }
-  return done
-}
-
-/** The `custom_id` of a line, "" when it has none (never a valid one: a batch line needs a non-empty id). */
-const customIdOf = (line: string): string => {
-  try {
-    const id = (JSON.parse(line) as { custom_id?: unknown } | null)?.custom_id
-    return typeof id === "string" ? id : ""
-  } catch {
-    return ""
-  }
-}
+import * as Signals from "./signals.js"
 
 /**
  * How many input lines a run will send: those not blank and not done before. A bad line among them is taken off
  * when it is read (`report`), by the same rule, so that the count ends exact and never below the lines finished.
  */
-const countToRun = (path: string, done: ReadonlySet<string>): number => {
-  let count = 0
-  for (const line of fs.readFileSync(path, "utf8").split("\n")) {
-    if (line.trim() !== "" && !done.has(customIdOf(line))) count++
-  }
-  return count
-}
+const countToRun = (path: string, done: (id: string) => boolean): Effect.Effect<number, UsageError> =>
+  Stream.runCount(Stream.filter(lines(path), ([line]) => line.trim() !== "" && !done(BatchOutput.customIdOf(line))))
 
 const cannotRead = (path: string, error: unknown) =>
   // node:fs and readline fail with Error objects only: String() is there for the type's unknown
@@ -118,19 +87,42 @@ const totalTokens = (line: Batch.ResultLine): number => {
 }
 
 /**
+ * Options of a run.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface RunOptions {
+  /** Leave the requests whose latest result failed as they are, instead of running them again. */
+  readonly keepFailed?: boolean
+  /** How long the requests in flight may take after a stop (Ctrl-C, SIGTERM): 5 seconds by default. */
+  readonly grace?: Duration.Duration
+  /** The command that resumes the run, printed when it stops. */
+  readonly resumeCommand?: string
+}
+
+/** A word for a POSIX shell: as it is when it is safe, single-quoted otherwise. */
+export const shellQuote = (word: string): string =>
+  /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`
+
+/**
  * Runs the requests of `input`, appending their result lines to `output`, with progress and a summary on stderr;
  * the exit code is 1 when a request failed or a line was bad. The caller holds the output's lock (`lockOutput`).
  */
-export const runBatch = (input: string, output: string, concurrency: number) =>
+export const runBatch = (input: string, output: string, concurrency: number, options: RunOptions = {}) =>
   Effect.gen(function*() {
     if (!fs.existsSync(input)) return yield* Effect.fail(new UsageError(`no such file: ${input}`))
     if (concurrency < 1) return yield* Effect.fail(new UsageError("--concurrency must be at least 1"))
-    const done = resumeFrom(output)
+    const before = yield* BatchOutput.scan(output)
+    // an id is done when its latest line succeeded, or failed and the user keeps failures (--keep-failed)
+    const done = (id: string) => before.succeeded.has(id) || (options.keepFailed === true && before.failed.has(id))
     const seen = new Set<string>()
     let bad = 0
     let skipped = 0
+    let keptFailed = 0
+    let retried = 0
     const tty = process.stderr.isTTY === true
-    const total = yield* Effect.try({ try: () => countToRun(input, done), catch: (error) => cannotRead(input, error) })
+    const total = yield* countToRun(input, done)
     const progress: Progress = {
       total,
       done: 0,
@@ -138,7 +130,11 @@ export const runBatch = (input: string, output: string, concurrency: number) =>
       tokens: 0,
       started: yield* Clock.currentTimeMillis
     }
-    const fd = fs.openSync(output, "a")
+    const fd = yield* Effect.try({
+      try: () => fs.openSync(output, "a"),
+      catch: (error) =>
+        new UsageError(`cannot write ${output}: ${error instanceof Error ? error.message : String(error)}`)
+    })
     const stop = yield* Deferred.make<void>()
 
     const requests = lines(input).pipe(
@@ -148,7 +144,7 @@ export const runBatch = (input: string, output: string, concurrency: number) =>
         const parsed = Batch.parseLine(text, line)
         const report = (reason: string) => {
           bad++
-          if (!done.has(customIdOf(text))) progress.total--
+          if (!done(BatchOutput.customIdOf(text))) progress.total--
           process.stderr.write(`${tty ? "\r\u001b[K" : ""}aifs batch: line ${line}: ${reason}\n`)
           return Option.none()
         }
@@ -156,70 +152,116 @@ export const runBatch = (input: string, output: string, concurrency: number) =>
         const id = parsed.right.custom_id
         if (seen.has(id)) return report(`duplicate custom_id "${id}"`)
         seen.add(id)
-        if (done.has(id)) {
+        if (done(id)) {
           skipped++
+          if (before.failed.has(id)) keptFailed++
           return Option.none()
         }
+        if (before.failed.has(id)) retried++
         return Option.some(parsed.right)
       })
     )
 
-    // a request read before Ctrl-C but not started yet is not sent (the next run sends it): only those in flight finish
+    // a request read before a stop but not started yet is not sent (the next run sends it)
+    let inFlight = 0
     const results = requests.pipe(
       Stream.mapEffect(
-        (request) => Effect.unlessEffect(Batch.execute(request), Deferred.isDone(stop)),
+        (request) =>
+          Effect.unlessEffect(
+            Effect.suspend(() => {
+              inFlight++
+              return Effect.ensuring(Batch.execute(request), Effect.sync(() => inFlight--))
+            }),
+            Deferred.isDone(stop)
+          ),
         { concurrency, unordered: true }
       ),
       Stream.filterMap(identity),
       Stream.runForEach((line) =>
-        Effect.sync(() => {
+        Effect.try({
           // one write of one whole line: appended atomically, never interleaved
-          fs.writeSync(fd, `${JSON.stringify(line)}\n`)
+          try: () => BatchOutput.writeAll(fd, Buffer.from(`${JSON.stringify(line)}\n`)),
+          catch: (error) =>
+            new BatchOutput.OutputError({
+              message: `cannot write ${output}: ${error instanceof Error ? error.message : String(error)}`
+            })
+        }).pipe(Effect.tap(() => {
           if (line.error === null) progress.done++
           else progress.failed++
           progress.tokens += totalTokens(line)
-        })
+        }))
       ),
       Effect.ensuring(Effect.sync(() => fs.closeSync(fd)))
     )
 
-    const reporter = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      Effect.sync(() => process.stderr.write(render(progress, now, tty)))).pipe(
-        Effect.repeat(Schedule.spaced(tty ? Duration.millis(200) : Duration.seconds(5)))
-      )
+    const reporter = Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => Effect.sync(() => process.stderr.write(render(progress, now, tty)))
+    ).pipe(
+      Effect.repeat(Schedule.spaced(tty ? Duration.millis(200) : Duration.seconds(5)))
+    )
 
-    const worker = yield* Effect.forkDaemon(Effect.raceFirst(results, Effect.asVoid(reporter)))
-    let interrupts = 0
-    const onSigint = () => {
-      interrupts++
-      if (interrupts > 1) {
-        process.exit(130)
-      }
+    // after a stop, the requests in flight get `grace`; those not done by then are cut (and left for the rerun)
+    let cut = 0
+    const graceOver = Deferred.await(stop).pipe(
+      Effect.zipRight(Effect.sleep(options.grace ?? Duration.seconds(5))),
+      Effect.zipRight(Effect.sync(() => {
+        cut = inFlight
+      }))
+    )
+    const worker = yield* Effect.forkDaemon(
+      // the first to end, success or failure (a write error ends the run at once)
+      Effect.raceFirst(results, Effect.raceFirst(Effect.asVoid(reporter), graceOver))
+    )
+    // a second signal quits at once (the lock goes with the process, every line written stays whole)
+    let signals = 0
+    const onSignal = (signal: Signals.StopSignal) => () => {
+      if (++signals > 1) process.exit(Signals.exitCode(signal))
     }
+    const onSigint = onSignal("SIGINT")
+    const onSigterm = onSignal("SIGTERM")
     process.on("SIGINT", onSigint)
+    process.on("SIGTERM", onSigterm)
+    const summary = Effect.gen(function*() {
+      process.stderr.write(render(progress, yield* Clock.currentTimeMillis, tty) + (tty ? "\n" : ""))
+      const retriedText = retried > 0 ? `, ${retried} of them failed before` : ""
+      const keptText = keptFailed > 0 ? ` (${keptFailed} failed, kept by --keep-failed)` : ""
+      yield* Console.error(
+        `aifs batch: ${progress.done} succeeded, ${progress.failed} failed${retriedText} (error lines in ${output}), ` +
+          `${skipped} already done${keptText}, ${bad} bad input lines`
+      )
+    })
     yield* Fiber.join(worker).pipe(
       Effect.onInterrupt(() =>
         Effect.gen(function*() {
           process.stderr.write(
-            `${tty ? "\n" : ""}aifs batch: stopping after the requests in flight (Ctrl-C again to quit now)\n`
+            `${tty ? "\n" : ""}aifs batch: stopping: no new requests; the ${inFlight} in flight get ` +
+              `${Duration.format(options.grace ?? Duration.seconds(5))} (Ctrl-C again to quit now)\n`
           )
           yield* Deferred.succeed(stop, undefined)
           yield* Fiber.await(worker)
-          process.stderr.write(render(progress, yield* Clock.currentTimeMillis, tty) + (tty ? "\n" : ""))
+          yield* summary
+          const left = cut > 0 ? `${cut} requests cut in flight; ` : ""
+          yield* Console.error(
+            `aifs batch: stopped; ${left}the rest is left for a rerun: ${
+              options.resumeCommand ?? `aifs batch ${shellQuote(input)} --out ${shellQuote(output)}`
+            }`
+          )
         })
       ),
-      Effect.ensuring(Effect.sync(() =>
+      Effect.ensuring(Effect.sync(() => {
         process.off("SIGINT", onSigint)
-      ))
+        process.off("SIGTERM", onSigterm)
+      }))
     )
-    const now = yield* Clock.currentTimeMillis
-    process.stderr.write(render(progress, now, tty) + (tty ? "\n" : ""))
-    yield* Console.error(
-      `aifs batch: ${progress.done} succeeded, ${progress.failed} failed (error lines in ${output}), ` +
-        `${skipped} already done, ${bad} bad input lines`
-    )
-    if (progress.failed > 0 || bad > 0) process.exitCode = 1
-  })
+    yield* summary
+    if (progress.failed > 0 || keptFailed > 0 || bad > 0) process.exitCode = 1
+  }).pipe(
+    // one line per custom_id, the latest, however the run ended (a failed compaction leaves a file a rerun reads)
+    Effect.ensuring(Effect.ignore(
+      Effect.tapError(BatchOutput.compact(output), (error) => Console.error(`aifs batch: ${error.message}`))
+    ))
+  )
 
 /**
  * The `batch` command.
@@ -238,14 +280,27 @@ export const batchCommand = Command.make(
     concurrency: Options.integer("concurrency").pipe(
       Options.withDefault(32),
       Options.withDescription("Requests in flight at once (the rate limiter paces them)")
+    ),
+    keepFailed: Options.boolean("keep-failed").pipe(
+      Options.withDescription("On a rerun, leave the requests that failed as they are instead of running them again")
     )
   },
-  ({ concurrency, input, out }) => {
+  ({ concurrency, input, keepFailed, out }) => {
     const output = Option.getOrElse(out, () => input.replace(/(\.jsonl)?$/, ".out.jsonl"))
     // before anything touches the output or starts: a second run on it refuses at once, and never cuts the first
     // one's last line
     return Effect.scoped(
-      Effect.zipRight(lockOutput(output), runBatch(input, output, concurrency).pipe(Effect.provide(client)))
+      Effect.zipRight(
+        lockOutput(output),
+        runBatch(input, output, concurrency, {
+          keepFailed,
+          resumeCommand: [
+            `aifs batch ${shellQuote(input)} --out ${shellQuote(output)}`,
+            ...(concurrency === 32 ? [] : [`--concurrency ${concurrency}`]),
+            ...(keepFailed ? ["--keep-failed"] : [])
+          ].join(" ")
+        }).pipe(Effect.provide(client))
+      )
     )
   }
 ).pipe(Command.withDescription("Run a JSONL file of requests at the rate the quota allows; resumable"))

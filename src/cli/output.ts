@@ -11,6 +11,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { isApiError } from "../schemas/Errors.js"
+import * as Signals from "./signals.js"
 
 /**
  * A failure the user caused (bad flags, bad input): exit code 2.
@@ -71,7 +72,7 @@ export const handled = <R>(program: Effect.Effect<void, unknown, R>): Effect.Eff
     Effect.catchAllCause((cause) =>
       Effect.sync(() => {
         if (Cause.isInterruptedOnly(cause)) {
-          process.exitCode = 130
+          process.exitCode = Signals.exitCode()
           return
         }
         const failure = Cause.failureOption(cause)

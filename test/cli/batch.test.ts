@@ -40,6 +40,18 @@ const exited = (child: ChildProcess, timeoutMs: number) =>
 const lineCount = (file: string): number =>
   fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "").length : 0
 
+/** 200 chat requests reserving ~1000 tokens each: about 148 fit the embedded emulator's first minute. */
+const quotaBoundInput = (input: string) =>
+  fs.writeFileSync(
+    input,
+    Array.from({ length: 200 }, (_, i) =>
+      JSON.stringify({
+        custom_id: `r${i}`,
+        url: "/v1/chat/completions",
+        body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 1000 }
+      })).join("\n") + "\n"
+  )
+
 describe("aifs batch", () => {
   it.scopedLive(
     "killed with SIGKILL mid-run and rerun, loses, duplicates and tears no line",
@@ -50,20 +62,7 @@ describe("aifs batch", () => {
         const output = path.join(dir, "out.jsonl")
         // 200 requests reserving ~1000 tokens each: about 148 fit the emulator's first minute, then the run
         // waits in the rate limiter, which is where it is killed
-        fs.writeFileSync(
-          input,
-          Array.from({ length: 200 }, (_, i) =>
-            JSON.stringify({
-              custom_id: `r${i}`,
-              method: "POST",
-              url: "/v1/chat/completions",
-              body: {
-                model: "Llama-3.3-70B-Instruct",
-                messages: [{ role: "user", content: `q${i}` }],
-                max_tokens: 1000
-              }
-            })).join("\n") + "\n"
-        )
+        quotaBoundInput(input)
         const first = yield* start([input, "--out", output, "--concurrency", "16"])
         const firstExit = exited(first, 60_000)
         for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
@@ -96,19 +95,7 @@ describe("aifs batch, twice at once on one output", () => {
         const dir = yield* tempDir("aifs-batch-")
         const input = path.join(dir, "in.jsonl")
         const output = path.join(dir, "out.jsonl")
-        fs.writeFileSync(
-          input,
-          Array.from({ length: 200 }, (_, i) =>
-            JSON.stringify({
-              custom_id: `r${i}`,
-              url: "/v1/chat/completions",
-              body: {
-                model: "Llama-3.3-70B-Instruct",
-                messages: [{ role: "user", content: `q${i}` }],
-                max_tokens: 1000
-              }
-            })).join("\n") + "\n"
-        )
+        quotaBoundInput(input)
         // about 148 requests fit the emulator's first minute: the first run then waits in its limiter, holding the lock
         const first = yield* start([input, "--out", output, "--concurrency", "16"])
         const firstExit = exited(first, 60_000)
@@ -137,46 +124,72 @@ describe("aifs batch, twice at once on one output", () => {
   )
 })
 
-describe("aifs batch, interrupted", () => {
+/** The ids of an output's lines, each parsed whole (a torn line fails the parse). */
+const outputIds = (output: string) =>
+  fs.readFileSync(output, "utf8").split("\n").filter((l) => l !== "").map((l) =>
+    (JSON.parse(l) as { custom_id: string }).custom_id
+  )
+
+/**
+ * A run of 200 quota-bound requests, once it waits in its limiter (past the window's first 148): the requests in
+ * flight then would take the whole grace after a stop.
+ */
+const waitingRun = Effect.gen(function*() {
+  const dir = yield* tempDir("aifs-batch-")
+  const input = path.join(dir, "in.jsonl")
+  const output = path.join(dir, "out.jsonl")
+  quotaBoundInput(input)
+  const child = yield* start([input, "--out", output, "--concurrency", "16"], "pipe")
+  const run = { input, output, child, stderr: "", exit: exited(child, 60_000) }
+  child.stderr!.on("data", (chunk: Buffer) => run.stderr += chunk.toString())
+  for (let i = 0; i < 600 && lineCount(output) < 148; i++) yield* Effect.sleep("50 millis")
+  return run
+})
+
+/** Each line whole and once; a rerun then completes the 200 with exit 0, each once. */
+const rerunCompletes = (input: string, output: string) =>
+  Effect.gen(function*() {
+    const firstIds = outputIds(output)
+    assert.isBelow(firstIds.length, 200)
+    assert.strictEqual(new Set(firstIds).size, firstIds.length)
+    assert.strictEqual(yield* exited(yield* start([input, "--out", output]), 60_000), 0)
+    const ids = outputIds(output)
+    assert.strictEqual(ids.length, 200)
+    assert.strictEqual(new Set(ids).size, 200)
+  })
+
+describe("aifs batch, stopped by a signal", () => {
+  it.scopedLive.each([["SIGINT", 130], ["SIGTERM", 143]] as const)(
+    "%s while it waits on its quota: stops within the grace, whole lines, the summary and the resume command; exit %i",
+    ([signal, expected]) =>
+      Effect.gen(function*() {
+        const run = yield* waitingRun
+        run.child.kill(signal)
+        assert.strictEqual(yield* run.exit, expected)
+        assert.include(run.stderr, "aifs batch: stopping: no new requests")
+        assert.include(
+          run.stderr,
+          `the rest is left for a rerun: aifs batch ${run.input} --out ${run.output} --concurrency 16\n`
+        )
+        assert.match(run.stderr, /aifs batch: \d+ succeeded, 0 failed/)
+        assert.notInclude(run.stderr, "    at ")
+        yield* rerunCompletes(run.input, run.output)
+      }),
+    120_000
+  )
+
   it.scopedLive(
-    "Ctrl-C finishes the requests in flight, then stops with whole lines; a rerun completes the rest",
+    "a second signal quits at once (exit 130), every line whole and once; a rerun completes the rest",
     () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir("aifs-batch-")
-        const input = path.join(dir, "in.jsonl")
-        const output = path.join(dir, "out.jsonl")
-        fs.writeFileSync(
-          input,
-          Array.from({ length: 200 }, (_, i) =>
-            JSON.stringify({
-              custom_id: `r${i}`,
-              url: "/v1/chat/completions",
-              body: {
-                model: "Llama-3.3-70B-Instruct",
-                messages: [{ role: "user", content: `q${i}` }],
-                max_tokens: 1000
-              }
-            })).join("\n") + "\n"
-        )
-        const first = yield* start([input, "--out", output, "--concurrency", "16"])
-        const firstExit = exited(first, 60_000)
-        for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
-        first.kill("SIGINT")
-        const code = yield* firstExit
-        assert.strictEqual(code, 130)
-        const stopped = fs.readFileSync(output, "utf8")
-        assert.isTrue(stopped.endsWith("\n"))
-        const firstIds = stopped.split("\n").filter((l) => l !== "").map((l) =>
-          (JSON.parse(l) as { custom_id: string }).custom_id
-        )
-        assert.isBelow(firstIds.length, 200)
-
-        assert.strictEqual(yield* exited(yield* start([input, "--out", output]), 60_000), 0)
-        const ids = fs.readFileSync(output, "utf8").split("\n").filter((l) => l !== "").map((l) =>
-          (JSON.parse(l) as { custom_id: string }).custom_id
-        )
-        assert.strictEqual(ids.length, 200)
-        assert.strictEqual(new Set(ids).size, 200)
+        const run = yield* waitingRun
+        run.child.kill("SIGTERM")
+        for (let i = 0; i < 100 && !run.stderr.includes("stopping:"); i++) yield* Effect.sleep("20 millis")
+        run.child.kill("SIGINT")
+        assert.strictEqual(yield* run.exit, 130)
+        assert.notInclude(run.stderr, "stopped;")
+        assert.isFalse(fs.existsSync(`${run.output}.lock`), "the lock goes with the process")
+        yield* rerunCompletes(run.input, run.output)
       }),
     120_000
   )

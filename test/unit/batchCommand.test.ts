@@ -9,6 +9,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it, vi } from "@effect/vitest"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -364,33 +365,63 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       yield* Fiber.join(interrupter)
     }))
 
-  it.scoped("interrupted (Ctrl-C): the requests in flight finish and are written, no other starts", () =>
+  it.scoped("stopped (Ctrl-C, SIGTERM): the requests in flight finish within the grace and are written, no other starts", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(start)
       const t = yield* terminal(false)
       const paths = yield* files(Array.from({ length: 10 }, (_, i) => chat(`r${i}`)))
       const server = yield* slowServer(4)
       const before = process.listeners("SIGINT")
-      const fiber = yield* runBatch(paths.input, paths.output, 3).pipe(
+      const beforeTerm = process.listeners("SIGTERM")
+      const fiber = yield* runBatch(paths.input, paths.output, 3, { resumeCommand: "aifs batch in --out out" }).pipe(
         Effect.provide(Testing.layerHttp(server.handler)),
         Effect.fork
       )
       yield* calls(server, 3)
-      const added = process.listeners("SIGINT").filter((listener) => !before.includes(listener))
-      assert.strictEqual(added.length, 1)
+      assert.strictEqual(process.listeners("SIGINT").filter((listener) => !before.includes(listener)).length, 1)
+      assert.strictEqual(process.listeners("SIGTERM").filter((listener) => !beforeTerm.includes(listener)).length, 1)
       const interrupter = yield* Fiber.interrupt(fiber).pipe(Effect.fork)
       yield* TestClock.adjust("1 second")
-      assert.include(t.written, "aifs batch: stopping after the requests in flight (Ctrl-C again to quit now)\n")
+      assert.include(
+        t.written,
+        "aifs batch: stopping: no new requests; the 3 in flight get 5s (Ctrl-C again to quit now)\n"
+      )
       yield* TestClock.adjust("3 seconds")
       const exit = yield* Fiber.join(interrupter)
       assert.isTrue(Exit.isInterrupted(exit))
       assert.deepStrictEqual(outputIds(paths.output).sort(), ["r0", "r1", "r2"])
       assert.strictEqual(yield* server.count, 3)
-      assert.strictEqual(t.written.at(-1), "aifs batch: 3/10 (0 failed) 0.8 req/s 855 tokens/min ETA 0:09\n")
-      // no summary: the process exits with 130
-      assert.isFalse(t.written.some((text) => text.includes("succeeded")))
+      assert.deepStrictEqual(t.written.slice(-3), [
+        "aifs batch: 3/10 (0 failed) 0.8 req/s 855 tokens/min ETA 0:09\n",
+        `aifs batch: 3 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines\n`,
+        "aifs batch: stopped; the rest is left for a rerun: aifs batch in --out out\n"
+      ])
       assert.deepStrictEqual(process.listeners("SIGINT"), before)
+      assert.deepStrictEqual(process.listeners("SIGTERM"), beforeTerm)
       assert.strictEqual(openDescriptors(paths.output), 0)
+    }))
+
+  it.scoped("stopped: requests still in flight when the grace ends are cut, not written, and counted in the summary", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const t = yield* terminal(false)
+      const paths = yield* files(Array.from({ length: 4 }, (_, i) => chat(`r${i}`)))
+      const server = yield* slowServer(30)
+      const fiber = yield* runBatch(paths.input, paths.output, 2, { grace: Duration.seconds(2) }).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.fork
+      )
+      yield* calls(server, 2)
+      const interrupter = yield* Fiber.interrupt(fiber).pipe(Effect.fork)
+      yield* TestClock.adjust("1 second")
+      assert.isNull(yield* Fiber.poll(interrupter).pipe(Effect.map((exit) => exit._tag === "Some" ? exit : null)))
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.join(interrupter)))
+      assert.isFalse(existsSync(paths.output) && readFileSync(paths.output, "utf8") !== "")
+      assert.strictEqual(
+        t.written.at(-1),
+        `aifs batch: stopped; 2 requests cut in flight; the rest is left for a rerun: aifs batch ${paths.input} --out ${paths.output}\n`
+      )
     }))
 
   it.scoped("on a terminal, the stop message starts a new line and the last bar ends its own", () =>
@@ -407,31 +438,37 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       yield* Fiber.interrupt(fiber).pipe(Effect.fork)
       yield* TestClock.adjust("1 second")
       yield* Fiber.await(fiber)
-      assert.include(t.written, "\naifs batch: stopping after the requests in flight (Ctrl-C again to quit now)\n")
-      assert.strictEqual(
-        t.written.at(-1),
+      assert.include(
+        t.written,
+        "\naifs batch: stopping: no new requests; the 2 in flight get 5s (Ctrl-C again to quit now)\n"
+      )
+      assert.include(
+        t.written,
         "\r[############............] 2/4 (0 failed) 2.0 req/s 2280 tokens/min ETA 0:01\u001b[K\n"
       )
     }))
 
-  it.scoped("a second Ctrl-C quits at once with exit code 130", () =>
+  it.scoped("a second signal quits at once: 130 after Ctrl-C, 143 after SIGTERM", () =>
     Effect.gen(function*() {
       yield* terminal(false)
       const exit = vi.spyOn(process, "exit").mockImplementation((() => undefined) as typeof process.exit)
       yield* Effect.addFinalizer(() => Effect.sync(() => exit.mockRestore()))
       const paths = yield* files([chat("a")])
       const server = yield* slowServer(1)
-      const before = process.listeners("SIGINT")
+      const before = { SIGINT: process.listeners("SIGINT"), SIGTERM: process.listeners("SIGTERM") }
       const fiber = yield* runBatch(paths.input, paths.output, 1).pipe(
         Effect.provide(Testing.layerHttp(server.handler)),
         Effect.fork
       )
       yield* calls(server, 1)
-      const [onSigint] = process.listeners("SIGINT").filter((listener) => !before.includes(listener))
-      onSigint!("SIGINT")
+      const added = (signal: "SIGINT" | "SIGTERM") =>
+        process.listeners(signal).filter((listener) => !before[signal].includes(listener))[0]!
+      added("SIGTERM")("SIGTERM")
       assert.strictEqual(exit.mock.calls.length, 0)
-      onSigint!("SIGINT")
+      added("SIGINT")("SIGINT")
       assert.deepStrictEqual(exit.mock.calls, [[130]])
+      added("SIGTERM")("SIGTERM")
+      assert.deepStrictEqual(exit.mock.calls, [[130], [143]])
       yield* TestClock.adjust("1 second")
       yield* Fiber.join(fiber)
     }))

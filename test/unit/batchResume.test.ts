@@ -1,64 +1,138 @@
 /**
- * Resuming a batch's output after a crash: a torn last line is cut at the byte where the last whole line ends,
- * whatever the text holds (characters of two, three and four bytes), and the whole lines' ids are done.
+ * A batch's output as a log: a torn last line is cut at the byte where the last whole line ends, whatever the text
+ * holds (characters of two, three and four bytes, lines longer than a read); the latest line of an id is its result;
+ * compaction leaves one line per id, the latest, and touches nothing when there is nothing to drop.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { resumeFrom } from "../../src/cli/batch.js"
+import * as BatchOutput from "../../src/cli/batchOutput.js"
 import { tempDir } from "../helpers/tempDir.js"
 
 const line = (customId: string, content: string) =>
   `${JSON.stringify({ custom_id: customId, response: { status_code: 200, body: { content } }, error: null })}\n`
 
+const errorLine = (customId: string) =>
+  `${JSON.stringify({ custom_id: customId, response: null, error: { code: "ServerError", message: "down" } })}\n`
+
+const succeeded = (file: string) => Effect.map(BatchOutput.scan(file), (c) => [...c.succeeded].sort())
+
+const outFile = Effect.map(tempDir("aifs-resume-"), (dir) => join(dir, "out.jsonl"))
+
 describe("batch resume", () => {
   it.scoped("a torn last line cut at any byte is removed, byte for byte, and the whole lines are done", () =>
     Effect.gen(function*() {
-      const file = join(yield* tempDir("aifs-resume-"), "out.jsonl")
+      const file = yield* outFile
       const whole = Buffer.from(line("a", "Grüße aus Köln") + line("b", "日本語のテキスト 🎉"))
       const torn = Buffer.from(line("c", "naïve café ✓ 𝄞"))
       // every cut of the last line that leaves it torn: from its first byte to all but its line break
       for (let cut = 1; cut < torn.length; cut++) {
         writeFileSync(file, Buffer.concat([whole, torn.subarray(0, cut)]))
-        const done = resumeFrom(file)
-        assert.deepStrictEqual([...done].sort(), ["a", "b"], `cut at byte ${cut}`)
+        assert.deepStrictEqual(yield* succeeded(file), ["a", "b"], `cut at byte ${cut}`)
         assert.isTrue(readFileSync(file).equals(whole), `the file after a cut at byte ${cut}`)
       }
     }))
 
+  it.scoped("a torn line longer than one read (64 KiB) is cut where the last whole line ends, chunks before", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      for (const length of [64 * 1024 - 1, 64 * 1024, 64 * 1024 + 1, 200 * 1024]) {
+        const whole = Buffer.from(line("a", "x"))
+        writeFileSync(file, Buffer.concat([whole, Buffer.from(`{"custom_id":"b","x":"${"é".repeat(length / 2)}`)]))
+        assert.deepStrictEqual(yield* succeeded(file), ["a"], `a torn line of ${length} bytes`)
+        assert.isTrue(readFileSync(file).equals(whole), `the file after a torn line of ${length} bytes`)
+      }
+      // a file of one torn line and no line break at all is emptied
+      writeFileSync(file, "x".repeat(150 * 1024))
+      assert.deepStrictEqual(yield* succeeded(file), [])
+      assert.strictEqual(statSync(file).size, 0)
+    }))
+
   it.scoped("a whole line with bytes that are not UTF-8 does not move the cut", () =>
     Effect.gen(function*() {
-      const file = join(yield* tempDir("aifs-resume-"), "out.jsonl")
+      const file = yield* outFile
       // "café" in Latin-1: one byte 0xe9, which a UTF-8 decoding widens to three
       const whole = Buffer.concat([
         Buffer.from("{\"custom_id\":\"caf"),
         Buffer.from([0xe9]),
-        Buffer.from("\"}\n"),
+        Buffer.from("\",\"error\":null}\n"),
         Buffer.from(line("a", "ok"))
       ])
       writeFileSync(file, Buffer.concat([whole, Buffer.from("{\"custom_id\":\"b")]))
-      assert.deepStrictEqual([...resumeFrom(file)].sort(), ["a", "caf\ufffd"])
+      assert.deepStrictEqual(yield* succeeded(file), ["a", "caf\ufffd"])
       assert.isTrue(readFileSync(file).equals(whole))
     }))
 
-  it.scoped("a file of whole lines is left as it is; a missing file is a fresh start", () =>
+  it.scoped("a file of whole lines is left as it is; a missing file, or one not regular, is a fresh start", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir("aifs-resume-")
-      const file = join(dir, "out.jsonl")
+      const file = yield* outFile
       const content = line("a", "é") + "\n" + line("b", "ok")
       writeFileSync(file, content)
-      assert.deepStrictEqual([...resumeFrom(file)].sort(), ["a", "b"])
+      assert.deepStrictEqual(yield* succeeded(file), ["a", "b"])
       assert.strictEqual(readFileSync(file, "utf8"), content)
-      assert.strictEqual(resumeFrom(join(dir, "none.jsonl")).size, 0)
+      for (const none of [`${file}.none`, "/dev/null", "/dev/zero"]) {
+        assert.deepStrictEqual(yield* BatchOutput.scan(none), {
+          succeeded: new Set<string>(),
+          failed: new Set<string>(),
+          replaced: 0
+        })
+        assert.strictEqual(yield* BatchOutput.compact(none), 0)
+      }
     }))
 
   it.scoped("a whole line that is not a result (not JSON, no custom_id) is kept in place and not counted", () =>
     Effect.gen(function*() {
-      const file = join(yield* tempDir("aifs-resume-"), "out.jsonl")
+      const file = yield* outFile
       const content = `not json\n${JSON.stringify({ id: 1 })}\n${line("z", "ok")}`
       writeFileSync(file, content)
-      assert.deepStrictEqual([...resumeFrom(file)], ["z"])
+      assert.deepStrictEqual(yield* succeeded(file), ["z"])
       assert.strictEqual(readFileSync(file, "utf8"), content)
+    }))
+
+  it.scoped("an id's latest line is its result: a failure retried and answered succeeded, and the other way", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      writeFileSync(file, errorLine("a") + line("b", "1") + line("a", "2") + errorLine("b") + errorLine("c"))
+      const contents = yield* BatchOutput.scan(file)
+      assert.deepStrictEqual([...contents.succeeded], ["a"])
+      assert.deepStrictEqual([...contents.failed].sort(), ["b", "c"])
+      assert.strictEqual(contents.replaced, 2)
+    }))
+
+  it.scoped("compaction keeps each id's latest line in their order, and lines with no id in place", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      writeFileSync(
+        file,
+        errorLine("a") + line("b", "1") + "not json\n" + line("a", "2") + errorLine("b") + line("c", "3")
+      )
+      // a side file left by a compaction that crashed is replaced
+      writeFileSync(`${file}.compacting`, "stale")
+      assert.strictEqual(yield* BatchOutput.compact(file), 2)
+      assert.strictEqual(readFileSync(file, "utf8"), "not json\n" + line("a", "2") + errorLine("b") + line("c", "3"))
+      assert.isFalse(existsSync(`${file}.compacting`))
+      assert.strictEqual((yield* BatchOutput.scan(file)).replaced, 0)
+    }))
+
+  it.scoped("compaction with nothing to drop leaves the file itself untouched (same inode, same bytes)", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      const content = line("a", "1") + line("b", "2")
+      writeFileSync(file, content)
+      const inode = statSync(file).ino
+      assert.strictEqual(yield* BatchOutput.compact(file), 0)
+      assert.strictEqual(statSync(file).ino, inode)
+      assert.strictEqual(readFileSync(file, "utf8"), content)
+      assert.isFalse(existsSync(`${file}.compacting`))
+    }))
+
+  it.scoped("compaction of many lines writes them all, in order (more lines than one write takes)", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      const ids = Array.from({ length: 1000 }, (_, i) => `r${i}`)
+      writeFileSync(file, ids.map(errorLine).join("") + ids.map((id) => line(id, id)).join(""))
+      assert.strictEqual(yield* BatchOutput.compact(file), 1000)
+      assert.strictEqual(readFileSync(file, "utf8"), ids.map((id) => line(id, id)).join(""))
     }))
 })

@@ -1,0 +1,39 @@
+/**
+ * The signal that stopped the CLI, for its exit code: 130 after SIGINT (Ctrl-C), 143 after SIGTERM (what a container
+ * runtime or systemd sends), as shells report them. The runtime (`NodeRuntime.runMain`) turns either into an
+ * interruption of the main fiber; this module only remembers which came first.
+ *
+ * @since 0.2.0
+ */
+
+/**
+ * The signals that stop the CLI.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type StopSignal = "SIGINT" | "SIGTERM"
+
+let first: StopSignal | undefined
+
+/**
+ * Remembers the first stop signal (call once, at start, before the runtime's own listeners).
+ *
+ * @since 0.2.0
+ * @category signals
+ */
+export const watch = (): void => {
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      first ??= signal
+    })
+  }
+}
+
+/**
+ * The exit code of a run stopped by `signal` (the first one seen when none is given; SIGINT when none was).
+ *
+ * @since 0.2.0
+ * @category signals
+ */
+export const exitCode = (signal: StopSignal | undefined = first): number => (signal === "SIGTERM" ? 143 : 130)
