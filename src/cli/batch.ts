@@ -101,7 +101,25 @@ export interface RunOptions {
   readonly resumeCommand?: string
 }
 
-/** A word for a POSIX shell: as it is when it is safe, single-quoted otherwise. */
+/**
+ * The command that resumes a run, for a POSIX shell: its input, output and the flags that differ from the defaults.
+ *
+ * @since 0.2.0
+ * @category commands
+ */
+export const resumeCommand = (input: string, output: string, concurrency: number, keepFailed: boolean): string =>
+  [
+    `aifs batch ${shellQuote(input)} --out ${shellQuote(output)}`,
+    ...(concurrency === 32 ? [] : [`--concurrency ${concurrency}`]),
+    ...(keepFailed ? ["--keep-failed"] : [])
+  ].join(" ")
+
+/**
+ * A word for a POSIX shell: as it is when it is safe, single-quoted otherwise.
+ *
+ * @since 0.2.0
+ * @category commands
+ */
 export const shellQuote = (word: string): string =>
   /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`
 
@@ -294,11 +312,7 @@ export const batchCommand = Command.make(
         lockOutput(output),
         runBatch(input, output, concurrency, {
           keepFailed,
-          resumeCommand: [
-            `aifs batch ${shellQuote(input)} --out ${shellQuote(output)}`,
-            ...(concurrency === 32 ? [] : [`--concurrency ${concurrency}`]),
-            ...(keepFailed ? ["--keep-failed"] : [])
-          ].join(" ")
+          resumeCommand: resumeCommand(input, output, concurrency, keepFailed)
         }).pipe(Effect.provide(client))
       )
     )

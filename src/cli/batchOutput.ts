@@ -46,22 +46,15 @@ export interface Contents {
 }
 
 /** The `custom_id` of a line, "" when it has none (never a valid one: a batch line needs a non-empty id). */
-export const customIdOf = (line: string): string => {
-  try {
-    const id = (JSON.parse(line) as { custom_id?: unknown } | null)?.custom_id
-    return typeof id === "string" ? id : ""
-  } catch {
-    return ""
-  }
-}
+export const customIdOf = (line: string): string => resultOf(line).id
 
-/** Whether a result line is an error line (`error` not null). */
-const isError = (line: string): boolean => {
+/** A result line's `custom_id` ("" when it has none) and whether it is an error line (`error` not null). */
+const resultOf = (line: string): { readonly id: string; readonly failed: boolean } => {
   try {
-    const error = (JSON.parse(line) as { error?: unknown } | null)?.error
-    return error !== null && error !== undefined
+    const { custom_id, error } = (JSON.parse(line) ?? {}) as { custom_id?: unknown; error?: unknown }
+    return { id: typeof custom_id === "string" ? custom_id : "", failed: error !== null && error !== undefined }
   } catch {
-    return false
+    return { id: "", failed: false }
   }
 }
 
@@ -104,7 +97,7 @@ const cutTornLine = (path: string): void => {
       start = from
     }
     // to its own length when no line is torn: a no-op
-    if (end < size) fs.ftruncateSync(fd, end)
+    fs.ftruncateSync(fd, end)
   } finally {
     fs.closeSync(fd)
   }
@@ -120,27 +113,27 @@ const cutTornLine = (path: string): void => {
 export const scan = (path: string): Effect.Effect<Contents, OutputError> =>
   Effect.suspend(() => {
     if (!isRegularFile(path)) return Effect.succeed({ succeeded: new Set(), failed: new Set(), replaced: 0 })
-    return Effect.try({ try: () => cutTornLine(path), catch: failed("resume from", path) }).pipe(
+    return Effect.try({ try: () => cutTornLine(path), catch: failed("read", path) }).pipe(
       Effect.zipRight(Stream.runFold(
         linesOf(path),
         { succeeded: new Set<string>(), failed: new Set<string>(), replaced: 0 },
         (contents, [line]) => {
-          const id = customIdOf(line)
+          const { failed, id } = resultOf(line)
           if (id === "") return contents
           if (contents.succeeded.delete(id) || contents.failed.delete(id)) contents.replaced++
-          ;(isError(line) ? contents.failed : contents.succeeded).add(id)
+          ;(failed ? contents.failed : contents.succeeded).add(id)
           return contents
         }
       ))
     )
   })
 
-/** The number of the latest line of each `custom_id`, and how many lines a later one replaces. */
+/** The number of the latest line of each `custom_id`, and how many lines have one. */
 const latestLines = (path: string) =>
-  Stream.runFold(linesOf(path), { latest: new Map<string, number>(), replaced: 0 }, (acc, [line, number]) => {
+  Stream.runFold(linesOf(path), { latest: new Map<string, number>(), withId: 0 }, (acc, [line, number]) => {
     const id = customIdOf(line)
     if (id === "") return acc
-    if (acc.latest.has(id)) acc.replaced++
+    acc.withId++
     acc.latest.set(id, number)
     return acc
   })
@@ -163,8 +156,9 @@ export const writeAll = (fd: number, bytes: Uint8Array): void => {
 export const compact = (path: string): Effect.Effect<number, OutputError> =>
   Effect.gen(function*() {
     if (!isRegularFile(path)) return 0
-    const { latest, replaced } = yield* latestLines(path)
-    if (replaced === 0) return 0
+    const { latest, withId } = yield* latestLines(path)
+    // one line per id already
+    if (withId === latest.size) return 0
     let dropped = 0
     const side = `${path}.compacting`
     const fd = yield* Effect.try({ try: () => fs.openSync(side, "w"), catch: failed("compact", path) })

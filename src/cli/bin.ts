@@ -9,14 +9,20 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "./logger.js"
 import { run } from "./main.js"
 import { handled } from "./output.js"
 import * as Signals from "./signals.js"
 
 Signals.watch()
 
-handled(run(process.argv)).pipe(
-  Effect.provide(NodeContext.layer),
+// `--verbose`, anywhere: debug logs, each with its cause, and errors with every field
+const verbose = process.argv.includes("--verbose")
+const argv = process.argv.filter((arg) => arg !== "--verbose")
+
+handled(run(argv), { verbose }).pipe(
+  Effect.provide(Layer.merge(NodeContext.layer, Logger.layer(verbose))),
   NodeRuntime.runMain({
     disableErrorReporting: true,
     disablePrettyLogger: true,

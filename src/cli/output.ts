@@ -29,20 +29,49 @@ export class UsageError extends Error {
  * @since 0.1.0
  * @category formatting
  */
-export const describe = (error: unknown): string => {
+export const describe = (error: unknown, verbose = false): string => {
   if (isApiError(error)) {
     const wait = error._tag === "RateLimited" && error.retryAfter !== undefined
       ? ` (the server asked to wait ${Duration.format(error.retryAfter)})`
       : ""
-    return `${error._tag}: ${error.message}${wait}`
+    return `${error._tag}: ${detailed(error.message, verbose)}${wait}${verbose ? fieldsOf(error) : ""}`
   }
   if (ConfigError.isConfigError(error)) return `configuration: ${String(error).replace(/\s+/g, " ")}`
   if (error instanceof UsageError) return error.message
   if (isServeError(error)) {
     return `cannot listen: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`
   }
-  if (error instanceof Error) return `${error.name}: ${error.message}`
+  if (error instanceof Error) return `${error.name}: ${detailed(error.message, verbose)}`
   return String(error)
+}
+
+/**
+ * A message of several lines (a decoding error's tree) on one: its first line, and a pointer to `--verbose`, which
+ * shows them all, joined.
+ */
+const detailed = (message: string, verbose: boolean): string => {
+  const lines = message.split("\n").map((line) => line.trim()).filter((line) => line !== "")
+  if (lines.length <= 1) return message
+  return verbose ? lines.join(" | ") : `${lines[0]} (${lines.length - 1} more lines with --verbose)`
+}
+
+/** An error's own fields but its tag and message, as ` {name=value ...}` (empty when it has none). */
+const fieldsOf = (error: object): string => {
+  const fields = Object.entries(error).filter(([name, value]) =>
+    name !== "_tag" && name !== "message" && value !== undefined
+  )
+  return fields.length === 0
+    ? ""
+    : ` {${fields.map(([name, value]) => `${name}=${json(value)}`).join(" ")}}`
+}
+
+const json = (value: unknown): string => {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    // a value that JSON cannot hold (a cycle)
+    return String(value)
+  }
 }
 
 /**
@@ -67,7 +96,10 @@ const isServeError = (error: unknown): error is { readonly _tag: "ServeError"; r
  * @since 0.1.0
  * @category running
  */
-export const handled = <R>(program: Effect.Effect<void, unknown, R>): Effect.Effect<void, never, R> =>
+export const handled = <R>(
+  program: Effect.Effect<void, unknown, R>,
+  options: { readonly verbose?: boolean } = {}
+): Effect.Effect<void, never, R> =>
   program.pipe(
     Effect.catchAllCause((cause) =>
       Effect.sync(() => {
@@ -78,7 +110,9 @@ export const handled = <R>(program: Effect.Effect<void, unknown, R>): Effect.Eff
         const failure = Cause.failureOption(cause)
         const error = failure._tag === "Some" ? failure.value : Cause.squash(cause)
         // @effect/cli has already printed its own help for usage errors
-        if (!ValidationError.isValidationError(error)) process.stderr.write(`aifs: error: ${describe(error)}\n`)
+        if (!ValidationError.isValidationError(error)) {
+          process.stderr.write(`aifs: error: ${describe(error, options.verbose)}\n`)
+        }
         process.exitCode = exitCode(error)
       })
     )

@@ -80,7 +80,7 @@ export const make: Effect.Effect<
       ),
       Transport.totalTimeout(after, endpoint)
     )
-    return options.retry === false ? attempt : Effect.retry(attempt, policy.schedule)
+    return options.retry === false ? attempt : Effect.retry(attempt, RetryPolicy.reported(policy, endpoint))
   }
 
   return { url: config.url, json }

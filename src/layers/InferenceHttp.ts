@@ -43,8 +43,6 @@ import { identity } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
-import * as ScheduleDecision from "effect/ScheduleDecision"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { excerpt, fromHttpClientError, fromStreamError } from "../internal/errors.js"
@@ -142,24 +140,15 @@ export const make: Effect.Effect<
     }
   }
 
-  const schedule = policy.schedule.pipe(
-    // onDecision, not tapOutput: the final "give up" decision is not a retry
-    Schedule.onDecision((wait, decision) =>
-      ScheduleDecision.isDone(decision) ? Effect.void : Effect.zipRight(
-        Effect.all([
-          Metric.increment(Metrics.retries),
-          Metric.incrementBy(Metrics.retryWaitMillis, Duration.toMillis(wait))
-        ]),
-        Effect.logDebug(`aifs: retrying after ${Duration.format(wait)}`)
-      )
-    )
-  )
-
   /**
    * `effect`, retried by the policy. The schedule's machinery is set up only after a first failure, which it then
    * meets as its first input (most requests succeed at once, and `Effect.retry` would build it for each).
    */
-  const retrying = <A>(effect: Effect.Effect<A, ApiError>, options: RequestOptions): Effect.Effect<A, ApiError> =>
+  const retrying = <A>(
+    request: HttpClientRequest.HttpClientRequest,
+    effect: Effect.Effect<A, ApiError>,
+    options: RequestOptions
+  ): Effect.Effect<A, ApiError> =>
     options.retry === false ? effect : Effect.catchAll(effect, (first) => {
       let replayed = false
       return Effect.retry(
@@ -168,7 +157,7 @@ export const make: Effect.Effect<
           replayed = true
           return Effect.fail(first)
         }),
-        schedule
+        RetryPolicy.reported(policy, Transport.endpointOf(request))
       )
     })
 
@@ -421,7 +410,7 @@ export const make: Effect.Effect<
     accept: string,
     read: (sent: Sent) => Effect.Effect<A, ApiError>
   ): Effect.Effect<A, ApiError> =>
-    admitted(request, options, (first) => retrying(attempt(request, options, accept, read, first), options))
+    admitted(request, options, (first) => retrying(request, attempt(request, options, accept, read, first), options))
 
   const json = <A, I>(
     request: HttpClientRequest.HttpClientRequest,
@@ -463,6 +452,7 @@ export const make: Effect.Effect<
   const open = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, first: FirstAdmission) => {
     const idle = options.idleTimeout === undefined ? config.streamIdleTimeout : Duration.decode(options.idleTimeout)
     return retrying(
+      request,
       attempt(request, options, "text/event-stream", (sent) => {
         // a 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show
         const type = sent.meta.headers["content-type"]

@@ -29,6 +29,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
@@ -36,6 +37,7 @@ import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"
 import type { ApiError } from "../schemas/Errors.js"
 import { ClientConfig } from "./ClientConfig.js"
+import * as Metrics from "./ClientMetrics.js"
 
 /**
  * The retry policy: a `Schedule` fed with each failure, whose output is the wait it chose.
@@ -47,6 +49,7 @@ import { ClientConfig } from "./ClientConfig.js"
  * import { ClientConfig, type Errors, Inference, InferenceHttp, Models, RetryPolicy, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
  * import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
  * import * as Schedule from "effect/Schedule"
  *
  * // a policy of your own: retry 429s only, with exponential waits, for at most a minute
@@ -94,6 +97,8 @@ export declare namespace RetryPolicy {
   export interface Service {
     /** Decides, failure by failure, whether to retry and after how long. */
     readonly schedule: Schedule.Schedule<Duration.Duration, ApiError>
+    /** The most retries the schedule makes, when it has such a bound: shown in the line logged at each retry. */
+    readonly maxRetries?: number | undefined
   }
 }
 
@@ -201,6 +206,7 @@ export const make = (options: Options = {}): RetryPolicy.Service => {
   const s = settings(options)
   const initial: State = { retries: 0, waited: Duration.zero }
   return {
+    maxRetries: s.maxRetries,
     schedule: Schedule.makeWithState<State, ApiError, Duration.Duration>(
       initial,
       (now, error, state) =>
@@ -216,6 +222,45 @@ export const make = (options: Options = {}): RetryPolicy.Service => {
           }))
     )
   }
+}
+
+/**
+ * A policy's schedule for the retries of one request to `endpoint` (a fresh one per request: it counts them), which
+ * reports each retry: the `aifs_retries_total` and `aifs_retry_wait_ms_total` metrics, and one log line at the info
+ * level saying what failed, which retry this is (of how many, when the policy bounds them) and when it goes, e.g.
+ * `aifs: POST /v2/chat/completions: ServerError: Model unavailable (503); retry 1 of 6 in 1.2s`. The final
+ * decision to give up is not a retry.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const reported = (
+  policy: RetryPolicy.Service,
+  endpoint: string
+): Schedule.Schedule<Duration.Duration, ApiError> => {
+  let last: ApiError | undefined
+  let retries = 0
+  const of = policy.maxRetries === undefined ? "" : ` of ${policy.maxRetries}`
+  return policy.schedule.pipe(
+    Schedule.tapInput((error: ApiError) =>
+      Effect.sync(() => {
+        last = error
+      })
+    ),
+    Schedule.onDecision((wait, decision) =>
+      ScheduleDecision.isDone(decision) ? Effect.void : Effect.zipRight(
+        Effect.all([
+          Metric.increment(Metrics.retries),
+          Metric.incrementBy(Metrics.retryWaitMillis, Duration.toMillis(wait))
+        ]),
+        Effect.logInfo(
+          `aifs: ${last?.endpoint ?? endpoint}: ${last?._tag}: ${last?.message}; retry ${++retries}${of} in ${
+            Duration.format(wait)
+          }`
+        )
+      )
+    )
+  )
 }
 
 /**
@@ -252,6 +297,7 @@ export const layer = (options: Options = {}): Layer.Layer<RetryPolicy> => Layer.
  * import { ClientConfig, InferenceHttp, Node, RetryPolicy } from "effect-aifs"
  * import type { InferenceHttpClient } from "effect-aifs"
  * import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
  *
  * // the default policy, `maxRetries` from the configuration (AIFS_MAX_RETRIES with `ClientConfig.layerFromEnv`)
  * export const TransportLive: Layer.Layer<InferenceHttpClient.InferenceHttpClient> = InferenceHttp.layer.pipe(
@@ -278,6 +324,7 @@ export const layerFromClientConfig: Layer.Layer<RetryPolicy, never, ClientConfig
  * import { ClientConfig, Inference, InferenceHttp, Models, RetryPolicy, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
  * import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
  *
  * // every failure comes back at once, e.g. in a request handler with its own deadline
  * const unavailable = Testing.httpClient(() => ({ status: 503, body: { detail: "Model temporarily unavailable" } }))

@@ -81,3 +81,40 @@ describe("aifs emulator: its own mistakes", { timeout: 60_000 }, () => {
       usageFailure(run, "cannot listen", "EADDRINUSE")
     }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
 })
+
+describe("aifs: what fails, said in one line", { timeout: 60_000 }, () => {
+  it.live("every retry is one line on stderr at the default level; the answer alone on stdout", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      yield* emulator.setChaos([{ fault: { kind: "status", status: 503 }, route: "/v2/chat/completions", times: 2 }])
+      const run = yield* aifs(ask, { AIFS_BASE_URL: emulator.baseUrl })
+      assert.strictEqual(run.code, 0, run.stderr)
+      const retries = run.stderr.split("\n").filter((line) => line.includes("; retry "))
+      assert.strictEqual(retries.length, 2, run.stderr)
+      assert.match(retries[0]!, /^aifs: POST \/v2\/chat\/completions: ServerError: .*; retry 1 of 6 in \d+ms$/)
+      assert.match(retries[1]!, /; retry 2 of 6 in \d+ms$/)
+      assert.notInclude(run.stdout, "aifs:")
+      assert.notStrictEqual(run.stdout.trim(), "")
+    }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
+
+  it.live("an answer that cannot be read is one line; --verbose adds every field of the error, still one line", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      yield* emulator.setChaos([{ fault: { kind: "malformedJson" }, route: "/v2/chat/completions" }])
+      const env = { AIFS_BASE_URL: emulator.baseUrl, AIFS_MAX_RETRIES: "0" }
+      const plain = yield* aifs(ask, env)
+      assert.strictEqual(plain.code, 1, plain.stderr)
+      const plainErrors = plain.stderr.split("\n").filter((line) => line.startsWith("aifs: error: "))
+      assert.strictEqual(plainErrors.length, 1, plain.stderr)
+      assert.match(plainErrors[0]!, /^aifs: error: DecodeError: /)
+      assert.notInclude(plain.stderr, "    at ")
+
+      const verbose = yield* aifs([...ask, "--verbose"], env)
+      assert.strictEqual(verbose.code, 1, verbose.stderr)
+      const verboseErrors = verbose.stderr.split("\n").filter((line) => line.startsWith("aifs: error: "))
+      assert.strictEqual(verboseErrors.length, 1, verbose.stderr)
+      assert.include(verboseErrors[0], "endpoint=\"POST /v2/chat/completions\"")
+      assert.include(verboseErrors[0], "status=200")
+      assert.notInclude(verbose.stderr, "    at ")
+    }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
+})

@@ -598,7 +598,7 @@ describe("secrets never show: a server that echoes them back", () => {
       yield* TestClock.adjust("2 seconds")
       assert.strictEqual(tagOf(yield* Fiber.join(fiber)), "RateLimited")
       assert.strictEqual(echo.seen.filter((route) => route === "POST /v2/embeddings").length, 2)
-      assertClean(capture, ["Embeddings.create", "retrying after", "Rate limit reached for key <redacted>"])
+      assertClean(capture, ["Embeddings.create", "retry 1 of 1 in", "Rate limit reached for key <redacted>"])
     }).pipe(Effect.provide(captureLayer(capture)))
   })
 

@@ -13,11 +13,23 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as TestClock from "effect/TestClock"
-import { appendFileSync, existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs"
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync
+} from "node:fs"
 import { join } from "node:path"
-import { batchCommand, runBatch } from "../../src/cli/batch.js"
+import { batchCommand, resumeCommand, runBatch, shellQuote } from "../../src/cli/batch.js"
+import { OutputError } from "../../src/cli/batchOutput.js"
+import { UsageError } from "../../src/cli/output.js"
 import * as Testing from "../../src/layers/Testing.js"
 import { tempDir } from "../helpers/tempDir.js"
 import { chatCompletionBody, recorder } from "./helpers.js"
@@ -256,6 +268,98 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.isUndefined(t.exitCode())
     }))
 
+  it.scoped("a rerun runs the failed lines again and compacts the output to one line per id, the latest", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(false)
+      const failedLine = (id: string) =>
+        JSON.stringify({ custom_id: id, response: null, error: { code: "ServerError" } })
+      const paths = yield* files(
+        [chat("a"), chat("b"), chat("c"), chat("d")],
+        `${failedLine("a")}\n${result("c")}\n${failedLine("b")}\n`
+      )
+      const server = yield* recorder(() => ({ body: chatCompletionBody }))
+      yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(Testing.layerHttp(server.handler)))
+      assert.strictEqual(yield* server.count, 3)
+      const lines = readFileSync(paths.output, "utf8").split("\n").filter((line) => line !== "").map((line) =>
+        JSON.parse(line) as { custom_id: string; error: unknown }
+      )
+      assert.deepStrictEqual(lines.map((line) => line.custom_id), ["c", "a", "b", "d"])
+      assert.isTrue(lines.every((line) => line.error === null))
+      assert.strictEqual(
+        t.written.at(-1),
+        `aifs batch: 3 succeeded, 0 failed, 2 of them failed before (error lines in ${paths.output}), 1 already done, ` +
+          "0 bad input lines\n"
+      )
+      assert.isUndefined(t.exitCode())
+    }))
+
+  it.scoped("--keep-failed leaves the failed lines as they are, and the run still ends with exit code 1", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(false)
+      const failedLine = JSON.stringify({ custom_id: "a", response: null, error: { code: "ServerError" } })
+      const paths = yield* files([chat("a"), chat("b")], `${failedLine}\n`)
+      const server = yield* recorder(() => ({ body: chatCompletionBody }))
+      yield* runBatch(paths.input, paths.output, 1, { keepFailed: true }).pipe(
+        Effect.provide(Testing.layerHttp(server.handler))
+      )
+      assert.strictEqual(yield* server.count, 1)
+      assert.deepStrictEqual(outputIds(paths.output), ["a", "b"])
+      assert.strictEqual(
+        t.written.at(-1),
+        `aifs batch: 1 succeeded, 0 failed (error lines in ${paths.output}), 1 already done (1 failed, kept by ` +
+          "--keep-failed), 0 bad input lines\n"
+      )
+      assert.strictEqual(t.exitCode(), 1)
+    }))
+
+  it.scoped("an output that cannot be opened is a usage error naming it; one that cannot be written ends the run", () =>
+    Effect.gen(function*() {
+      yield* terminal(false)
+      const paths = yield* files([chat("a"), chat("b")])
+      const server = yield* recorder(() => ({ body: chatCompletionBody }))
+      const run = (output: string) =>
+        Effect.flip(runBatch(paths.input, output, 1).pipe(Effect.provide(Testing.layerHttp(server.handler))))
+      const missing = join(paths.input, "..", "no-such-folder", "out.jsonl")
+      const unopened = yield* run(missing)
+      assert.instanceOf(unopened, UsageError)
+      assert.match(unopened.message, new RegExp(`^cannot write ${missing}: ENOENT`))
+      assert.strictEqual(yield* server.count, 0)
+      const full = join(paths.input, "..", "full.jsonl")
+      symlinkSync("/dev/full", full)
+      const unwritten = yield* run(full)
+      assert.instanceOf(unwritten, OutputError)
+      assert.match(unwritten.message, new RegExp(`^cannot write ${full}: ENOSPC`))
+      assert.strictEqual(openDescriptors(full), 0)
+    }))
+
+  it.scoped("a compaction that fails is said in one line; the run itself stands, its output a log a rerun reads", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(false)
+      const failedLine = JSON.stringify({ custom_id: "a", response: null, error: { code: "ServerError" } })
+      const paths = yield* files([chat("a")], `${failedLine}\n`)
+      mkdirSync(`${paths.output}.compacting`)
+      const server = yield* recorder(() => ({ body: chatCompletionBody }))
+      yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(Testing.layerHttp(server.handler)))
+      assert.match(t.written.at(-1)!, new RegExp(`^aifs batch: cannot compact ${paths.output}: EISDIR`))
+      assert.deepStrictEqual(outputIds(paths.output), ["a", "a"])
+      assert.isUndefined(t.exitCode())
+    }))
+
+  it("the resume command: input and output quoted for a shell where they need it, the flags that differ", () => {
+    assert.strictEqual(
+      resumeCommand("in.jsonl", "/tmp/out.jsonl", 32, false),
+      "aifs batch in.jsonl --out /tmp/out.jsonl"
+    )
+    assert.strictEqual(
+      resumeCommand("my in.jsonl", "it's.jsonl", 8, true),
+      "aifs batch 'my in.jsonl' --out 'it'\\''s.jsonl' --concurrency 8 --keep-failed"
+    )
+    assert.strictEqual(shellQuote("a b"), "'a b'")
+    assert.strictEqual(shellQuote("x;y"), "'x;y'")
+    assert.strictEqual(shellQuote("$HOME/a"), "'$HOME/a'")
+    assert.strictEqual(shellQuote("dir/a-b_c.1@x%y+z=w:v,u"), "dir/a-b_c.1@x%y+z=w:v,u")
+  })
+
   it.scoped("a missing or unreadable input file and a concurrency below 1 are usage errors, before any request", () =>
     Effect.gen(function*() {
       yield* terminal(false)
@@ -406,18 +510,28 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       yield* TestClock.setTime(start)
       const t = yield* terminal(false)
       const paths = yield* files(Array.from({ length: 4 }, (_, i) => chat(`r${i}`)))
-      const server = yield* slowServer(30)
+      // r0 answers in 1 s, the others in 30
+      const server = yield* recorder((request) =>
+        Effect.as(Effect.sleep(contentOf(request) === "r0" ? "1 second" : "30 seconds"), { body: chatCompletionBody })
+      )
       const fiber = yield* runBatch(paths.input, paths.output, 2, { grace: Duration.seconds(2) }).pipe(
         Effect.provide(Testing.layerHttp(server.handler)),
         Effect.fork
       )
       yield* calls(server, 2)
+      yield* TestClock.adjust("1 second")
+      yield* calls(server, 1)
       const interrupter = yield* Fiber.interrupt(fiber).pipe(Effect.fork)
       yield* TestClock.adjust("1 second")
-      assert.isNull(yield* Fiber.poll(interrupter).pipe(Effect.map((exit) => exit._tag === "Some" ? exit : null)))
+      // r0 done: r1 and r2 in flight
+      assert.include(
+        t.written,
+        "aifs batch: stopping: no new requests; the 2 in flight get 2s (Ctrl-C again to quit now)\n"
+      )
+      assert.isTrue(Option.isNone(yield* Fiber.poll(interrupter)))
       yield* TestClock.adjust("1 second")
       assert.isTrue(Exit.isInterrupted(yield* Fiber.join(interrupter)))
-      assert.isFalse(existsSync(paths.output) && readFileSync(paths.output, "utf8") !== "")
+      assert.deepStrictEqual(outputIds(paths.output), ["r0"])
       assert.strictEqual(
         t.written.at(-1),
         `aifs batch: stopped; 2 requests cut in flight; the rest is left for a rerun: aifs batch ${paths.input} --out ${paths.output}\n`

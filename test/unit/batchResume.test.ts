@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as BatchOutput from "../../src/cli/batchOutput.js"
 import { tempDir } from "../helpers/tempDir.js"
@@ -134,5 +134,46 @@ describe("batch resume", () => {
       writeFileSync(file, ids.map(errorLine).join("") + ids.map((id) => line(id, id)).join(""))
       assert.strictEqual(yield* BatchOutput.compact(file), 1000)
       assert.strictEqual(readFileSync(file, "utf8"), ids.map((id) => line(id, id)).join(""))
+    }))
+
+  it.scoped("a short torn line after more whole lines than one read holds is cut after the last of them", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      const whole = Buffer.from(Array.from({ length: 3000 }, (_, i) => line(`r${i}`, "x")).join(""))
+      assert.isAbove(whole.length, 2 * 64 * 1024)
+      writeFileSync(file, Buffer.concat([whole, Buffer.from("{\"custom_id\":\"torn")]))
+      assert.strictEqual((yield* BatchOutput.scan(file)).succeeded.size, 3000)
+      assert.isTrue(readFileSync(file).equals(whole))
+    }))
+
+  it.scoped("lines without an id never ask for a compaction: one line per id is left untouched", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      const content = "not json\n" + line("a", "1") + "null\n" + "not json\n" + line("b", "2")
+      writeFileSync(file, content)
+      const inode = statSync(file).ino
+      assert.strictEqual(yield* BatchOutput.compact(file), 0)
+      assert.strictEqual(statSync(file).ino, inode)
+      assert.strictEqual(readFileSync(file, "utf8"), content)
+    }))
+
+  it.scoped("a compaction that cannot write fails naming the output, which it leaves as it was", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      const content = errorLine("a") + line("a", "1")
+      for (
+        const [prepare, reason] of [
+          [() => symlinkSync("/dev/full", `${file}.compacting`), "ENOSPC"],
+          [() => mkdirSync(`${file}.compacting`), "EISDIR"]
+        ] as const
+      ) {
+        writeFileSync(file, content)
+        prepare()
+        const error = yield* Effect.flip(BatchOutput.compact(file))
+        assert.strictEqual(error._tag, "OutputError")
+        assert.match(error.message, new RegExp(`^cannot compact ${file}: ${reason}`))
+        assert.strictEqual(readFileSync(file, "utf8"), content)
+        rmSync(`${file}.compacting`, { recursive: true, force: true })
+      }
     }))
 })

@@ -8,11 +8,13 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
+import * as Logger from "effect/Logger"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
 import * as TestClock from "effect/TestClock"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
@@ -159,6 +161,64 @@ describe("RetryPolicy.decide", () => {
       const exit = yield* Fiber.await(fiber)
       assert.isTrue(Exit.isFailure(exit))
       assert.strictEqual(yield* Ref.get(calls), 2)
+    }))
+})
+
+describe("RetryPolicy.reported", () => {
+  /** The messages logged while `effect` runs. */
+  const logged = <A, E>(effect: Effect.Effect<A, E>) =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const logger = Logger.make(({ logLevel, message }) => {
+        lines.push(`${logLevel.label} ${(message as ReadonlyArray<unknown>).join(" ")}`)
+      })
+      const exit = yield* Effect.exit(effect.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger))))
+      return { exit, lines }
+    })
+
+  it.effect("one info line per retry: what failed, where, which retry of how many, when; none when it gives up", () =>
+    Effect.gen(function*() {
+      const calls = yield* Ref.make(0)
+      const policy = RetryPolicy.make({ maxRetries: 2, baseDelay: "1 second", maxDelay: "1 second" })
+      const retries = yield* Metric.value(ClientMetrics.retries)
+      const unavailable = new ServerError({
+        message: "Model unavailable",
+        status: 503,
+        endpoint: "POST /v2/embeddings"
+      })
+      const attempt: Effect.Effect<never, ApiError> = Effect.zipRight(
+        Ref.update(calls, (n) => n + 1),
+        Effect.fail(unavailable)
+      )
+      const fiber = yield* Effect.fork(logged(Effect.retry(attempt, RetryPolicy.reported(policy, "POST /embeddings"))))
+      yield* TestClock.adjust("1 minute")
+      const { exit, lines } = yield* Fiber.join(fiber)
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual(yield* Ref.get(calls), 3)
+      assert.strictEqual(lines.length, 2)
+      // the error's own endpoint (with the base's path) wins over the one the caller knows
+      assert.match(
+        lines[0]!,
+        /^INFO aifs: POST \/v2\/embeddings: ServerError: Model unavailable; retry 1 of 2 in \d+ms$/
+      )
+      assert.match(
+        lines[1]!,
+        /^INFO aifs: POST \/v2\/embeddings: ServerError: Model unavailable; retry 2 of 2 in \d+ms$/
+      )
+      assert.strictEqual((yield* Metric.value(ClientMetrics.retries)).count - retries.count, 2)
+    }))
+
+  it.effect("a policy with no bound says which retry only; an error with no endpoint names the caller's", () =>
+    Effect.gen(function*() {
+      const unbounded: RetryPolicy.RetryPolicy.Service = {
+        schedule: Schedule.recurs(1).pipe(Schedule.as(Duration.seconds(2)), Schedule.addDelay(() => "2 seconds"))
+      }
+      const fiber = yield* Effect.fork(logged(
+        Effect.retry(Effect.fail<ApiError>(rateLimited("2 seconds")), RetryPolicy.reported(unbounded, "GET /models"))
+      ))
+      yield* TestClock.adjust("1 minute")
+      const { lines } = yield* Fiber.join(fiber)
+      assert.deepStrictEqual(lines, ["INFO aifs: GET /models: RateLimited: slow down; retry 1 in 2s"])
     }))
 })
 
