@@ -12,6 +12,7 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -24,11 +25,13 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import * as readline from "node:readline"
+import * as ClientConfig from "../layers/ClientConfig.js"
 import * as Batch from "../services/Batch.js"
 import * as BatchOutput from "./batchOutput.js"
 import { client } from "./environment.js"
 import { UsageError } from "./output.js"
 import { lockOutput } from "./outputLock.js"
+import * as Progress from "./progress.js"
 import * as Signals from "./signals.js"
 
 /**
@@ -48,38 +51,6 @@ const lines = (path: string): Stream.Stream<readonly [string, number], UsageErro
     readline.createInterface({ input: fs.createReadStream(path), crlfDelay: Infinity }),
     (error) => cannotRead(path, error)
   ).pipe(Stream.zipWithIndex, Stream.map(([text, index]) => [text, index + 1] as const))
-
-interface Progress {
-  total: number
-  done: number
-  failed: number
-  tokens: number
-  readonly started: number
-}
-
-const formatEta = (seconds: number): string => {
-  if (!Number.isFinite(seconds)) return "--:--"
-  const s = Math.round(seconds)
-  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`
-}
-
-const render = (p: Progress, now: number, tty: boolean): string => {
-  const elapsed = Math.max(1, now - p.started) / 1000
-  const finished = p.done + p.failed
-  // never fewer than finished, even if the input grew during the run
-  const total = Math.max(p.total, finished)
-  const rate = finished / elapsed
-  // before the first result the rate is 0: the ETA is then Infinity, or NaN with nothing to do, and shows as --:--
-  const eta = (total - finished) / rate
-  const tpm = Math.round((p.tokens / elapsed) * 60)
-  const stats = `${finished}/${total} (${p.failed} failed) ${rate.toFixed(1)} req/s ${tpm} tokens/min ETA ${
-    formatEta(eta)
-  }`
-  if (!tty) return `aifs batch: ${stats}\n`
-  const width = 24
-  const filled = total === 0 ? width : Math.round((finished / total) * width)
-  return `\r[${"#".repeat(filled)}${".".repeat(width - filled)}] ${stats}\u001b[K`
-}
 
 const totalTokens = (line: Batch.ResultLine): number => {
   const usage = (line.response?.body as { usage?: { total_tokens?: unknown } } | undefined)?.usage
@@ -141,13 +112,24 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
     let retried = 0
     const tty = process.stderr.isTTY === true
     const total = yield* countToRun(input, done)
-    const progress: Progress = {
+    const progress: Progress.Progress = {
       total,
       done: 0,
       failed: 0,
       tokens: 0,
-      started: yield* Clock.currentTimeMillis
+      requestMs: 0,
+      started: yield* Clock.currentTimeMillis,
+      concurrency
     }
+    const retriesBefore = yield* Progress.retriesSoFar
+    const windowMs = Duration.toMillis(
+      yield* ClientConfig.duration("AIFS_LIMITER_WINDOW").pipe(Config.withDefault(Duration.minutes(1)))
+    )
+    const render = Effect.gen(function*() {
+      const retries = (yield* Progress.retriesSoFar) - retriesBefore
+      const quota = yield* Progress.quotaState(windowMs)
+      return Progress.render(progress, yield* Clock.currentTimeMillis, tty, retries, quota)
+    })
     const fd = yield* Effect.try({
       try: () => fs.openSync(output, "a"),
       catch: (error) =>
@@ -186,9 +168,16 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
       Stream.mapEffect(
         (request) =>
           Effect.unlessEffect(
-            Effect.suspend(() => {
+            Effect.gen(function*() {
               inFlight++
-              return Effect.ensuring(Batch.execute(request), Effect.sync(() => inFlight--))
+              const sent = yield* Clock.currentTimeMillis
+              return yield* Effect.ensuring(
+                Batch.execute(request),
+                Effect.map(Clock.currentTimeMillis, (now) => {
+                  inFlight--
+                  progress.requestMs += now - sent
+                })
+              )
             }),
             Deferred.isDone(stop)
           ),
@@ -212,10 +201,7 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
       Effect.ensuring(Effect.sync(() => fs.closeSync(fd)))
     )
 
-    const reporter = Effect.flatMap(
-      Clock.currentTimeMillis,
-      (now) => Effect.sync(() => process.stderr.write(render(progress, now, tty)))
-    ).pipe(
+    const reporter = Effect.flatMap(render, (line) => Effect.sync(() => process.stderr.write(line))).pipe(
       Effect.repeat(Schedule.spaced(tty ? Duration.millis(200) : Duration.seconds(5)))
     )
 
@@ -241,12 +227,14 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
     process.on("SIGINT", onSigint)
     process.on("SIGTERM", onSigterm)
     const summary = Effect.gen(function*() {
-      process.stderr.write(render(progress, yield* Clock.currentTimeMillis, tty) + (tty ? "\n" : ""))
+      process.stderr.write((yield* render) + (tty ? "\n" : ""))
+      const elapsed = ((yield* Clock.currentTimeMillis) - progress.started) / 1000
       const retriedText = retried > 0 ? `, ${retried} of them failed before` : ""
       const keptText = keptFailed > 0 ? ` (${keptFailed} failed, kept by --keep-failed)` : ""
       yield* Console.error(
         `aifs batch: ${progress.done} succeeded, ${progress.failed} failed${retriedText} (error lines in ${output}), ` +
-          `${skipped} already done${keptText}, ${bad} bad input lines`
+          `${skipped} already done${keptText}, ${bad} bad input lines; ${progress.tokens} tokens in ` +
+          Progress.formatDuration(elapsed)
       )
     })
     yield* Fiber.join(worker).pipe(

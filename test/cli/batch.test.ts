@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Batch from "../../src/services/Batch.js"
+import { quotaBoundInput } from "../helpers/cli.js"
 import { tempDir } from "../helpers/tempDir.js"
 
 const bin = path.resolve("src/cli/bin.ts")
@@ -39,18 +40,6 @@ const exited = (child: ChildProcess, timeoutMs: number) =>
 
 const lineCount = (file: string): number =>
   fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "").length : 0
-
-/** 200 chat requests reserving ~1000 tokens each: about 148 fit the embedded emulator's first minute. */
-const quotaBoundInput = (input: string) =>
-  fs.writeFileSync(
-    input,
-    Array.from({ length: 200 }, (_, i) =>
-      JSON.stringify({
-        custom_id: `r${i}`,
-        url: "/v1/chat/completions",
-        body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 1000 }
-      })).join("\n") + "\n"
-  )
 
 describe("aifs batch", () => {
   it.scopedLive(

@@ -4,10 +4,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Emulator from "../../src/emulator/Emulator.js"
-import { aifs } from "../helpers/cli.js"
+import { aifs, cliEnv } from "../helpers/cli.js"
+import { quotaBoundInput } from "../helpers/cli.js"
 import { tempDir } from "../helpers/tempDir.js"
 
 const request = (id: string) =>
@@ -96,5 +98,38 @@ describe("aifs batch: reruns", { timeout: 90_000 }, () => {
       assert.strictEqual(run.code, 2, run.stderr)
       assert.match(run.stderr.trim(), new RegExp(`^aifs: error: cannot lock ${output}: ENOENT`))
       assert.strictEqual(run.stderr.trim().split("\n").length, 1)
+    }))
+})
+
+describe("aifs batch on a terminal", { timeout: 90_000 }, () => {
+  it.scopedLive("a bar that says the limiter waits for the quota window; Ctrl-C typed on the terminal stops it, 130", () =>
+    Effect.gen(function*() {
+      const { input, output } = yield* batchFiles(0)
+      quotaBoundInput(input)
+      const command = `${process.execPath} --import tsx ${
+        path.resolve("src/cli/bin.ts")
+      } batch ${input} --out ${output}`
+      // `script` runs the command on a pseudo-terminal (util-linux, in every Debian): stdin and stdout are the terminal's
+      const child = yield* Effect.acquireRelease(
+        Effect.sync(() => spawn("script", ["-qec", command, "/dev/null"], { env: cliEnv({}) })),
+        (child) => Effect.sync(() => child.exitCode === null && child.kill("SIGKILL"))
+      )
+      let screen = ""
+      child.stdout.on("data", (chunk: Buffer) => screen += chunk.toString())
+      const exit = Effect.async<number | null>((resume) => {
+        child.once("close", (code) => resume(Effect.succeed(code)))
+      }).pipe(Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`no exit: ${screen}`) }))
+      for (let i = 0; i < 1200 && !/waiting for the quota window \(\d+s\)/.test(screen); i++) {
+        yield* Effect.sleep("50 millis")
+      }
+      assert.match(
+        screen,
+        /\r\[#+\.*\] \d+\/200 \(0 failed\) \d+ req\/min \d+ tokens\/min, \d+ retries, \d+ waiting for the quota window \(\d+s\), ETA \d+:\d\d\u001b\[K/
+      )
+      // Ctrl-C as a terminal sends it: the interrupt character, to the foreground process
+      child.stdin.write("\u0003")
+      assert.strictEqual(yield* exit, 130)
+      assert.include(screen, "aifs batch: stopping: no new requests")
+      assert.include(screen, `the rest is left for a rerun: aifs batch ${input} --out ${output}`)
     }))
 })

@@ -4,6 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import { spawn } from "node:child_process"
+import * as fs from "node:fs"
 import * as path from "node:path"
 
 const bin = path.resolve("src/cli/bin.ts")
@@ -56,3 +57,15 @@ export const aifs = (
       child.kill("SIGKILL")
     })
   })
+
+/** 200 chat requests reserving ~1000 tokens each: about 148 fit the embedded emulator's first minute. */
+export const quotaBoundInput = (input: string) =>
+  fs.writeFileSync(
+    input,
+    Array.from({ length: 200 }, (_, i) =>
+      JSON.stringify({
+        custom_id: `r${i}`,
+        url: "/v1/chat/completions",
+        body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 1000 }
+      })).join("\n") + "\n"
+  )

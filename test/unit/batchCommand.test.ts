@@ -159,10 +159,14 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.strictEqual(t.written.filter((text) => text.includes(": line ")).length, 2)
       assert.strictEqual(
         t.written.at(-1),
-        `aifs batch: 2 succeeded, 1 failed (error lines in ${paths.output}), 1 already done, 2 bad input lines\n`
+        `aifs batch: 2 succeeded, 1 failed (error lines in ${paths.output}), 1 already done, 2 bad input lines; 38 tokens ` +
+          "in 0:00\n"
       )
       // 6 lines that are not blank, 1 done, 2 bad: 3 to run, in no time (the elapsed time counts as 1 ms at least)
-      assert.strictEqual(t.written.at(-2), "aifs batch: 3/3 (1 failed) 3000.0 req/s 2280000 tokens/min ETA 0:00\n")
+      assert.strictEqual(
+        t.written.at(-2),
+        "aifs batch: 3/3 (1 failed) 180000 req/min 2280000 tokens/min, 0 retries, ETA 0:00\n"
+      )
       assert.strictEqual(t.exitCode(), 1)
       assert.strictEqual(openDescriptors(paths.output), 0)
     }))
@@ -176,7 +180,8 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.deepStrictEqual(outputIds(paths.output).sort(), ["a", "b"])
       assert.strictEqual(
         t.written.at(-1),
-        `aifs batch: 2 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines\n`
+        `aifs batch: 2 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines; 38 tokens ` +
+          "in 0:00\n"
       )
       assert.isUndefined(t.exitCode())
     }))
@@ -215,18 +220,19 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       // 1 of 2 in 1.2 s (with 2 taken off for ids done, the count would be 1 of 1)
       assert.strictEqual(
         t.written.filter((text) => text.startsWith("\r[")).at(-1),
-        "\r[############............] 1/2 (0 failed) 0.8 req/s 950 tokens/min ETA 0:01\u001b[K"
+        "\r[############............] 1/2 (0 failed) 50 req/min 950 tokens/min, 0 retries, ETA 0:01\u001b[K"
       )
       yield* TestClock.adjust("800 millis")
       yield* Fiber.join(fiber)
       const end = t.written.findIndex((text) => text.includes("succeeded"))
       assert.strictEqual(
         t.written[end - 1],
-        "\r[########################] 2/2 (0 failed) 1.0 req/s 1140 tokens/min ETA 0:00\u001b[K\n"
+        "\r[########################] 2/2 (0 failed) 60 req/min 1140 tokens/min, 0 retries, ETA 0:00\u001b[K\n"
       )
       assert.strictEqual(
         t.written[end],
-        `aifs batch: 2 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 1 bad input lines\n`
+        `aifs batch: 2 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 1 bad input lines; 38 tokens ` +
+          "in 0:02\n"
       )
     }))
 
@@ -262,8 +268,9 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(Testing.layerHttp(server.handler)))
       assert.strictEqual(yield* server.count, 0)
       assert.deepStrictEqual(t.written.slice(-2), [
-        "\r[########################] 0/0 (0 failed) 0.0 req/s 0 tokens/min ETA --:--\u001b[K\n",
-        `aifs batch: 0 succeeded, 0 failed (error lines in ${paths.output}), 2 already done, 0 bad input lines\n`
+        "\r[########################] 0/0 (0 failed) 0 req/min 0 tokens/min, 0 retries, ETA --:--\u001b[K\n",
+        `aifs batch: 0 succeeded, 0 failed (error lines in ${paths.output}), 2 already done, 0 bad input lines; 0 tokens ` +
+        "in 0:00\n"
       ])
       assert.isUndefined(t.exitCode())
     }))
@@ -288,7 +295,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.strictEqual(
         t.written.at(-1),
         `aifs batch: 3 succeeded, 0 failed, 2 of them failed before (error lines in ${paths.output}), 1 already done, ` +
-          "0 bad input lines\n"
+          "0 bad input lines; 57 tokens in 0:00\n"
       )
       assert.isUndefined(t.exitCode())
     }))
@@ -307,7 +314,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.strictEqual(
         t.written.at(-1),
         `aifs batch: 1 succeeded, 0 failed (error lines in ${paths.output}), 1 already done (1 failed, kept by ` +
-          "--keep-failed), 0 bad input lines\n"
+          "--keep-failed), 0 bad input lines; 19 tokens in 0:00\n"
       )
       assert.strictEqual(t.exitCode(), 1)
     }))
@@ -367,7 +374,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       const server = yield* recorder(() => ({ body: chatCompletionBody }))
       const layer = Testing.layerHttp(server.handler)
       const missing = yield* runBatch(`${paths.input}.none`, paths.output, 1).pipe(Effect.provide(layer), Effect.flip)
-      assert.strictEqual(missing.name, "UsageError")
+      assert.instanceOf(missing, UsageError)
       assert.strictEqual(missing.message, `no such file: ${paths.input}.none`)
       const zero = yield* runBatch(paths.input, paths.output, 0).pipe(Effect.provide(layer), Effect.flip)
       assert.strictEqual(zero.message, "--concurrency must be at least 1")
@@ -376,7 +383,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       // a directory, say
       const dir = yield* tempDir("aifs-batch-cli-")
       const unreadable = yield* runBatch(dir, paths.output, 1).pipe(Effect.provide(layer), Effect.flip)
-      assert.strictEqual(unreadable.name, "UsageError")
+      assert.instanceOf(unreadable, UsageError)
       assert.strictEqual(unreadable.message, `cannot read ${dir}: EISDIR: illegal operation on a directory, read`)
       // 1 is enough
       yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(layer))
@@ -394,22 +401,23 @@ describe("aifs batch", { timeout: 5_000 }, () => {
         Effect.fork
       )
       yield* calls(server, 3)
-      assert.deepStrictEqual(t.written, ["aifs batch: 0/9 (0 failed) 0.0 req/s 0 tokens/min ETA --:--\n"])
+      assert.deepStrictEqual(t.written, ["aifs batch: 0/9 (0 failed) 0 req/min 0 tokens/min, 0 retries, ETA --:--\n"])
       yield* TestClock.adjust("4 seconds")
       yield* calls(server, 3)
       assert.strictEqual(t.written.length, 1)
       yield* TestClock.adjust("1 second")
-      // 3 done in 5 s, one of them failed (no tokens): 6 left at 0.6 a second
-      assert.strictEqual(t.written[1], "aifs batch: 3/9 (1 failed) 0.6 req/s 456 tokens/min ETA 0:10\n")
+      // 3 done in 5 s, one of them failed (no tokens), each in 4 s: 6 left, 3 at once, take 8 s
+      assert.strictEqual(t.written[1], "aifs batch: 3/9 (1 failed) 36 req/min 456 tokens/min, 0 retries, ETA 0:08\n")
       yield* TestClock.adjust("3 seconds")
       yield* calls(server, 3)
       yield* TestClock.adjust("2 seconds")
-      assert.strictEqual(t.written[2], "aifs batch: 6/9 (1 failed) 0.6 req/s 570 tokens/min ETA 0:05\n")
+      assert.strictEqual(t.written[2], "aifs batch: 6/9 (1 failed) 36 req/min 570 tokens/min, 0 retries, ETA 0:04\n")
       yield* TestClock.adjust("2 seconds")
       yield* Fiber.join(fiber)
       assert.deepStrictEqual(t.written.slice(3), [
-        "aifs batch: 9/9 (1 failed) 0.8 req/s 760 tokens/min ETA 0:00\n",
-        `aifs batch: 8 succeeded, 1 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines\n`
+        "aifs batch: 9/9 (1 failed) 45 req/min 760 tokens/min, 0 retries, ETA 0:00\n",
+        `aifs batch: 8 succeeded, 1 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines; 152 tokens ` +
+        "in 0:12\n"
       ])
     }))
 
@@ -431,9 +439,9 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       const bars = t.written.filter((text) => text.startsWith("\r["))
       assert.strictEqual(bars.length, 3)
       assert.deepStrictEqual(bars.slice(1), [
-        "\r[........................] 0/8 (0 failed) 0.0 req/s 0 tokens/min ETA --:--\u001b[K",
-        // 2 of 8 in 0.4 s: 5 a second, 19 tokens each
-        "\r[######..................] 2/8 (0 failed) 5.0 req/s 5700 tokens/min ETA 0:01\u001b[K"
+        "\r[........................] 0/8 (0 failed) 0 req/min 0 tokens/min, 0 retries, ETA --:--\u001b[K",
+        // 2 of 8 in 0.4 s: 300 a minute, 19 tokens each; 6 left of 0.3 s each, 2 at once
+        "\r[######..................] 2/8 (0 failed) 300 req/min 5700 tokens/min, 0 retries, ETA 0:01\u001b[K"
       ])
       // a bad line clears the bar's line before it is reported
       assert.include(t.written, "\r\u001b[Kaifs batch: line 1: not JSON\n")
@@ -446,7 +454,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       const end = t.written.findIndex((text) => text.includes("succeeded"))
       assert.strictEqual(
         t.written[end - 1],
-        "\r[########################] 8/8 (0 failed) 6.7 req/s 7600 tokens/min ETA 0:00\u001b[K\n"
+        "\r[########################] 8/8 (0 failed) 400 req/min 7600 tokens/min, 0 retries, ETA 0:00\u001b[K\n"
       )
     }))
 
@@ -462,8 +470,8 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       )
       yield* calls(server, 1)
       yield* TestClock.adjust("5 seconds")
-      // 1 of 26 in 5 s: 25 left at 0.2 a second
-      assert.strictEqual(t.written[1], "aifs batch: 1/26 (0 failed) 0.2 req/s 228 tokens/min ETA 2:05\n")
+      // 1 of 26 in 5 s, each taking 4 s, one at a time: 25 left take 100 s
+      assert.strictEqual(t.written[1], "aifs batch: 1/26 (0 failed) 12 req/min 228 tokens/min, 0 retries, ETA 1:40\n")
       const interrupter = yield* Fiber.interrupt(fiber).pipe(Effect.fork)
       yield* TestClock.adjust("10 seconds")
       yield* Fiber.join(interrupter)
@@ -496,8 +504,9 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.deepStrictEqual(outputIds(paths.output).sort(), ["r0", "r1", "r2"])
       assert.strictEqual(yield* server.count, 3)
       assert.deepStrictEqual(t.written.slice(-3), [
-        "aifs batch: 3/10 (0 failed) 0.8 req/s 855 tokens/min ETA 0:09\n",
-        `aifs batch: 3 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines\n`,
+        "aifs batch: 3/10 (0 failed) 45 req/min 855 tokens/min, 0 retries, ETA 0:10\n",
+        `aifs batch: 3 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines; 57 tokens ` +
+        "in 0:04\n",
         "aifs batch: stopped; the rest is left for a rerun: aifs batch in --out out\n"
       ])
       assert.deepStrictEqual(process.listeners("SIGINT"), before)
@@ -558,7 +567,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       )
       assert.include(
         t.written,
-        "\r[############............] 2/4 (0 failed) 2.0 req/s 2280 tokens/min ETA 0:01\u001b[K\n"
+        "\r[############............] 2/4 (0 failed) 120 req/min 2280 tokens/min, 0 retries, ETA 0:01\u001b[K\n"
       )
     }))
 
