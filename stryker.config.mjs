@@ -22,7 +22,7 @@ export const groups = {
   transport: ["src/internal/transport.ts", "src/layers/InferenceHttp.ts"],
   // not the output lock (src/cli/outputLock.ts): its per-test coverage is not attributed to its later tests (a mutant
   // reported as surviving fails them when applied by hand), so its score would say nothing; its tests stand alone
-  batch: ["src/services/Batch.ts", "src/cli/batch.ts", "src/cli/batchOutput.ts"]
+  batch: ["src/services/Batch.ts", "src/cli/batch.ts", "src/cli/batchOutput.ts", "src/cli/progress.ts"]
 }
 
 const group = process.env.MUTATION_RUN

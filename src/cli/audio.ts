@@ -11,12 +11,13 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Audio from "../services/Audio.js"
 import { client } from "./environment.js"
+import { withDefault } from "./help.js"
 
 const fileArg = Args.file({ name: "FILE", exists: "yes" }).pipe(Args.withDescription("An audio file"))
 const modelOption = Options.text("model").pipe(
   Options.withAlias("m"),
   Options.withDescription("Speech model (default whisper-large-v3)"),
-  Options.withDefault("whisper-large-v3")
+  withDefault("whisper-large-v3")
 )
 
 const transcribe = Command.make(

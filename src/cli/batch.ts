@@ -29,6 +29,7 @@ import * as ClientConfig from "../layers/ClientConfig.js"
 import * as Batch from "../services/Batch.js"
 import * as BatchOutput from "./batchOutput.js"
 import { client } from "./environment.js"
+import { withDefault } from "./help.js"
 import { UsageError } from "./output.js"
 import { lockOutput } from "./outputLock.js"
 import * as Progress from "./progress.js"
@@ -284,8 +285,8 @@ export const batchCommand = Command.make(
       Options.withDescription("Where results are appended (default: IN.out.jsonl); rerun to resume")
     ),
     concurrency: Options.integer("concurrency").pipe(
-      Options.withDefault(32),
-      Options.withDescription("Requests in flight at once (the rate limiter paces them)")
+      Options.withDescription("Requests in flight at once (the rate limiter paces them)"),
+      withDefault(32)
     ),
     keepFailed: Options.boolean("keep-failed").pipe(
       Options.withDescription("On a rerun, leave the requests that failed as they are instead of running them again")

@@ -4,12 +4,15 @@
  *
  * @since 0.1.0
  */
+import * as CliConfig from "@effect/cli/CliConfig"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Help from "./help.js"
 import * as Logger from "./logger.js"
 import { run } from "./main.js"
 import { handled } from "./output.js"
@@ -21,8 +24,8 @@ Signals.watch()
 const verbose = process.argv.includes("--verbose")
 const argv = process.argv.filter((arg) => arg !== "--verbose")
 
-handled(run(argv), { verbose }).pipe(
-  Effect.provide(Layer.merge(NodeContext.layer, Logger.layer(verbose))),
+handled(Console.consoleWith((base) => Effect.withConsole(run(argv), Help.fitConsole(base, argv))), { verbose }).pipe(
+  Effect.provide(Layer.mergeAll(NodeContext.layer, Logger.layer(verbose), CliConfig.layer({ showBuiltIns: false }))),
   NodeRuntime.runMain({
     disableErrorReporting: true,
     disablePrettyLogger: true,

@@ -13,12 +13,13 @@ import * as Stream from "effect/Stream"
 import type { FileObject } from "../schemas/Files.js"
 import * as Files from "../services/Files.js"
 import { client } from "./environment.js"
+import { withDefault } from "./help.js"
 
 const purposes = ["fine-tune", "visual-rag"] as const
 
 const purposeOption = Options.choice("purpose", purposes).pipe(
   Options.withDescription("fine-tune (on /v2) or visual-rag (on /v1, for vector stores)"),
-  Options.withDefault("fine-tune" as const)
+  withDefault("fine-tune" as const)
 )
 
 const idArg = Args.text({ name: "FILE_ID" }).pipe(Args.withDescription("A file id"))

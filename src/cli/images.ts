@@ -12,16 +12,17 @@ import { writeFileSync } from "node:fs"
 import type { ImagesResponse } from "../schemas/Images.js"
 import * as Images from "../services/Images.js"
 import { client } from "./environment.js"
+import { withDefault } from "./help.js"
 
 const modelOption = Options.text("model").pipe(
   Options.withAlias("m"),
   Options.withDescription("Image model (default gpt-image-1)"),
-  Options.withDefault("gpt-image-1")
+  withDefault("gpt-image-1")
 )
 const outOption = Options.text("out").pipe(
   Options.withAlias("o"),
   Options.withDescription("Output file (several images: -1, -2... before the extension)"),
-  Options.withDefault("image.png")
+  withDefault("image.png")
 )
 
 const save = (result: ImagesResponse, out: string) =>
@@ -38,8 +39,8 @@ const generate = Command.make(
     prompt: Args.text({ name: "PROMPT" }).pipe(Args.withDescription("What to draw")),
     model: modelOption,
     out: outOption,
-    n: Options.integer("n").pipe(Options.withDefault(1), Options.withDescription("How many images")),
-    size: Options.text("size").pipe(Options.withDefault("1024x1024"), Options.withDescription("Size, e.g. 1024x1024"))
+    n: Options.integer("n").pipe(Options.withDescription("How many images"), withDefault(1)),
+    size: Options.text("size").pipe(Options.withDescription("Size, e.g. 1024x1024"), withDefault("1024x1024"))
   },
   ({ model, n, out, prompt, size }) =>
     Effect.gen(function*() {

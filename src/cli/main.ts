@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import { text } from "node:stream/consumers"
 import * as Emulator from "../emulator/Emulator.js"
 import { parseDurationInput } from "../internal/duration.js"
 import type { ChatMessage } from "../schemas/Chat.js"
@@ -25,6 +26,7 @@ import { batchCommand } from "./batch.js"
 import { demo } from "./demo.js"
 import { client } from "./environment.js"
 import { filesCommand } from "./files.js"
+import { withDefault } from "./help.js"
 import { imagesCommand } from "./images.js"
 import { UsageError } from "./output.js"
 import { ragCommand } from "./rag.js"
@@ -38,23 +40,28 @@ const demoCommand = Command.make("demo", {}, () => demo).pipe(
   )
 )
 
-const modelsCommand = Command.make("models", {}, () =>
+const jsonOption = Options.boolean("json").pipe(Options.withDescription("Print the answer as one JSON document"))
+
+const modelsCommand = Command.make("models", { json: jsonOption }, ({ json }) =>
   Effect.gen(function*() {
     const models = yield* Models.Models
     const list = yield* models.list()
+    if (json) return yield* Console.log(JSON.stringify(list))
     for (const model of list.data) {
       const meta = model.meta_data
       yield* Console.log(
         [model.id, meta?.model_type ?? "", meta?.source_type ?? "", meta?.display_name ?? ""].join("\t")
       )
     }
-  }).pipe(Effect.provide(client))).pipe(Command.withDescription("List the models the key can use"))
+  }).pipe(Effect.provide(client))).pipe(
+    Command.withDescription("List the models the key can use: id, type, source and name, tab-separated")
+  )
 
 const modelOption = (fallback: string) =>
   Options.text("model").pipe(
     Options.withAlias("m"),
-    Options.withDescription(`Model id (default ${fallback})`),
-    Options.withDefault(fallback)
+    Options.withDescription("Model id"),
+    withDefault(fallback)
   )
 
 /** A flag's value below 1 is a usage error naming the flag, before any client starts. */
@@ -63,38 +70,61 @@ const atLeastOne = (flag: string, value: Option.Option<number>): Effect.Effect<v
     ? Effect.fail(new UsageError(`${flag} must be at least 1, not ${value.value}`))
     : Effect.void
 
+/** A prompt of "-" is read from stdin, whole. */
+const promptText = (prompt: string): Effect.Effect<string, UsageError> =>
+  prompt !== "-" ? Effect.succeed(prompt) : Effect.tryPromise({
+    try: () => text(process.stdin),
+    catch: (error) => new UsageError(`cannot read the prompt from stdin: ${String(error)}`)
+  })
+
+/** A temperature outside 0 to 2 is a usage error naming the flag. */
+const temperatureRange = (value: Option.Option<number>): Effect.Effect<void, UsageError> =>
+  Option.isSome(value) && !(value.value >= 0 && value.value <= 2)
+    ? Effect.fail(new UsageError(`--temperature must be from 0 to 2, not ${value.value}`))
+    : Effect.void
+
 const chatCommand = Command.make(
   "chat",
   {
-    prompt: Args.text({ name: "PROMPT" }).pipe(Args.withDescription("What to ask")),
+    prompt: Args.text({ name: "PROMPT" }).pipe(Args.withDescription("What to ask; - reads it from stdin")),
     model: modelOption("Llama-3.3-70B-Instruct"),
     noStream: Options.boolean("no-stream").pipe(Options.withDescription("Wait for the whole answer")),
+    json: Options.boolean("json").pipe(
+      Options.withDescription("Print the whole answer (choices, usage, ids) as one JSON document; implies --no-stream")
+    ),
     maxTokens: Options.integer("max-tokens").pipe(Options.optional, Options.withDescription("Most tokens to generate")),
+    temperature: Options.float("temperature").pipe(
+      Options.optional,
+      Options.withDescription("Sampling temperature, 0 to 2")
+    ),
     system: Options.text("system").pipe(Options.optional, Options.withDescription("A system message"))
   },
-  ({ maxTokens, model, noStream, prompt, system }) =>
-    Effect.zipRight(
-      atLeastOne("--max-tokens", maxTokens),
-      Effect.gen(function*() {
+  ({ json, maxTokens, model, noStream, prompt, system, temperature }) =>
+    Effect.gen(function*() {
+      yield* atLeastOne("--max-tokens", maxTokens)
+      yield* temperatureRange(temperature)
+      const content = yield* promptText(prompt)
+      const messages: Array<ChatMessage> = [
+        ...Option.match(system, { onNone: () => [], onSome: (content) => [{ role: "system" as const, content }] }),
+        { role: "user", content }
+      ]
+      const params = {
+        model,
+        messages,
+        ...Option.match(maxTokens, { onNone: () => ({}), onSome: (max_tokens) => ({ max_tokens }) }),
+        ...Option.match(temperature, { onNone: () => ({}), onSome: (temperature) => ({ temperature }) })
+      }
+      // the flags and the prompt checked, then the client starts
+      yield* Effect.gen(function*() {
         const chat = yield* Chat.Chat
-        const messages: Array<ChatMessage> = [
-          ...Option.match(system, { onNone: () => [], onSome: (content) => [{ role: "system" as const, content }] }),
-          { role: "user", content: prompt }
-        ]
-        const params = {
-          model,
-          messages,
-          ...Option.match(maxTokens, { onNone: () => ({}), onSome: (max_tokens) => ({ max_tokens }) })
-        }
-        if (noStream) {
+        if (noStream || json) {
           const answer = yield* chat.create(params)
-          yield* Console.log(answer.text)
-          return
+          return yield* Console.log(json ? JSON.stringify(answer) : answer.text)
         }
         yield* chat.createStream(params).pipe(Stream.runForEach((chunk) => write(chunk.text)))
         yield* write("\n")
       }).pipe(Effect.provide(client))
-    )
+    })
 ).pipe(Command.withDescription("Ask a model; the answer streams to stdout"))
 
 const embedCommand = Command.make(
@@ -116,7 +146,7 @@ const embedCommand = Command.make(
 const durationOption = (name: string, fallback: Duration.Duration, description: string) =>
   Options.text(name).pipe(
     Options.withDescription(description),
-    Options.withDefault(Duration.format(fallback).replace(/ /g, "")),
+    withDefault(Duration.format(fallback).replace(/ /g, "")),
     Options.mapEffect((text) =>
       Option.match(parseDurationInput(text), {
         onNone: () =>
@@ -131,12 +161,14 @@ const durationOption = (name: string, fallback: Duration.Duration, description: 
 const emulatorCommand = Command.make(
   "emulator",
   {
-    port: Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("Port (0: any free port)")),
-    host: Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Interface to bind")),
+    port: Options.integer("port").pipe(Options.withDescription("Port (0: any free port)"), withDefault(0)),
+    host: Options.text("host").pipe(Options.withDescription("Interface to bind"), withDefault("127.0.0.1")),
     window: durationOption("window", Duration.minutes(1), "Length of the rate-limit window"),
     faultRate: Options.float("fault-rate").pipe(
-      Options.withDefault(0),
-      Options.withDescription("Share of requests (0 to 1) answered with a 5xx or a dropped connection, for fault tests")
+      Options.withDescription(
+        "Share of requests (0 to 1) answered with a 5xx or a dropped connection, for fault tests"
+      ),
+      withDefault(0)
     )
   },
   ({ faultRate, host, port, window }) =>

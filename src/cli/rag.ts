@@ -21,6 +21,7 @@ import { basename } from "node:path"
 import * as Emulator from "../emulator/Emulator.js"
 import * as Node from "../layers/Node.js"
 import * as Rag from "../services/gateway/Rag.js"
+import { withDefault } from "./help.js"
 
 interface GatewayEnvironment {
   /** Poll interval that suits the target (the emulated gateway is fast). */
@@ -93,7 +94,7 @@ const ingestFiles = (paths: ReadonlyArray<string>, timeout: Duration.Duration, i
 
 const timeoutOption = Options.integer("timeout").pipe(
   Options.withDescription("Longest wait for uploads and ingestion, in seconds"),
-  Options.withDefault(600)
+  withDefault(600)
 )
 
 const ingestCommand = Command.make(

@@ -16,13 +16,14 @@ import type { SearchResultPage } from "../schemas/VectorStores.js"
 import * as Files from "../services/Files.js"
 import * as VectorStores from "../services/VectorStores.js"
 import { client } from "./environment.js"
+import { withDefault } from "./help.js"
 import { UsageError } from "./output.js"
 
 const storeArg = Args.text({ name: "STORE_ID" }).pipe(Args.withDescription("A vector store id"))
-const chunkSize = Options.integer("chunk-size").pipe(Options.withDefault(1024), Options.withDescription("Chunk size"))
+const chunkSize = Options.integer("chunk-size").pipe(Options.withDescription("Chunk size"), withDefault(1024))
 const chunkOverlap = Options.integer("chunk-overlap").pipe(
-  Options.withDefault(100),
-  Options.withDescription("Overlap between chunks")
+  Options.withDescription("Overlap between chunks"),
+  withDefault(100)
 )
 
 const addFiles = (storeId: string, paths: ReadonlyArray<string>, size: number, overlap: number) =>
@@ -55,8 +56,8 @@ const create = Command.make(
   "create",
   {
     name: Args.text({ name: "NAME" }).pipe(Args.withDescription("Store name (unique per user)")),
-    textModel: Options.text("text-model").pipe(Options.withDefault("text-embedding-bge-m3")),
-    visionModel: Options.text("vision-model").pipe(Options.withDefault("tsi-embedding-colqwen2-2b-v1"))
+    textModel: Options.text("text-model").pipe(withDefault("text-embedding-bge-m3")),
+    visionModel: Options.text("vision-model").pipe(withDefault("tsi-embedding-colqwen2-2b-v1"))
   },
   ({ name, textModel, visionModel }) =>
     Effect.gen(function*() {
@@ -111,8 +112,8 @@ const search = Command.make(
       Options.repeated,
       Options.withDescription("Index these files into a temporary store first, then search it")
     ),
-    texts: Options.integer("texts").pipe(Options.withDefault(3), Options.withDescription("top_k_texts")),
-    images: Options.integer("images").pipe(Options.withDefault(2), Options.withDescription("top_k_images")),
+    texts: Options.integer("texts").pipe(Options.withDescription("top_k_texts"), withDefault(3)),
+    images: Options.integer("images").pipe(Options.withDescription("top_k_images"), withDefault(2)),
     chunkSize,
     chunkOverlap
   },

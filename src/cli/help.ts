@@ -1,0 +1,107 @@
+/**
+ * What the CLI prints through `Console` (help, usage errors, answers), made fit for where it goes: no colour into
+ * a pipe or under `NO_COLOR`; and, for `--help`, the real command name (`$ aifs chat`, not `$ chat`), no boilerplate
+ * lines, and on the top-level help the environment and the exit codes. A flag value of the wrong type names its flag.
+ *
+ * @since 0.2.0
+ */
+import * as Options from "@effect/cli/Options"
+import type * as Console from "effect/Console"
+
+/** The lines @effect/cli adds to every flag of a kind, which say nothing of this flag. */
+const boilerplate = new Set([
+  "A user-defined piece of text.",
+  "A true or false value.",
+  "An integer.",
+  "A floating point number.",
+  "This setting is optional."
+])
+
+const environment = `ENVIRONMENT
+
+  AIFS_API_KEY             the key; unset: the embedded emulator (or, with AIFS_BASE_URL on this machine, its
+                           development key)
+  AIFS_BASE_URL            base of the standard endpoints (default https://llm-server.llmhub.t-systems.net/v2)
+  AIFS_V1_URL, AIFS_QUEUE_URL  bases of vector stores and of the queue (default: from AIFS_BASE_URL's origin)
+  AIFS_API_VERSION         1.1.0 (default) or 1.0.0
+  AIFS_TIER                the key's quota tier: basic (default) or standard4000
+  AIFS_MAX_RETRIES         retries after the first attempt (default 6)
+  AIFS_TIMEOUT, AIFS_CONNECT_TIMEOUT, AIFS_FIRST_BYTE_TIMEOUT, AIFS_QUEUE_TIMEOUT, AIFS_STREAM_IDLE_TIMEOUT
+                           time limits (default 10m, 10s, 10m, 30m, 2m)
+  AIFS_LIMITER_REDIS_URL, AIFS_LIMITER_REDIS_PREFIX, AIFS_LIMITER_WINDOW
+                           a Redis shared by the processes of one key, its key prefix (aifs), the window (1m)
+  NO_COLOR                 no colour in help and errors (none into a pipe either)
+
+  --verbose (anywhere): debug lines, and every field of a failure.
+
+EXIT CODES
+
+  0 success; 1 the service or the network failed, or a batch has lines still failed; 2 bad usage or configuration;
+  130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM
+`
+
+const ansi = /\u001b\[[0-9;]*m/g
+
+/**
+ * Text fit for its destination.
+ *
+ * @since 0.2.0
+ * @category formatting
+ */
+export const clean = (
+  text: string,
+  context: {
+    readonly color: boolean
+    readonly help: boolean
+    readonly topLevel: boolean
+    readonly argv: ReadonlyArray<string>
+  }
+): string => {
+  let out = context.color ? text : text.replace(ansi, "")
+  if (context.help) {
+    out = out.split("\n").filter((line) => !boilerplate.has(line.trim())).join("\n")
+      .replace(/^\$ (?!aifs\b)/gm, "$ aifs ")
+      // a command's usage and its description, padded to the widest usage: the description under it instead
+      .replace(/^ {2}- (.*?) {3,}(\S.*)$/gm, "  - $1\n      $2")
+      .replace(/\n{3,}/g, "\n\n")
+    if (context.topLevel && /\bCOMMANDS\b/.test(out)) out = `${out.trimEnd()}\n\n${environment}`
+  }
+  // "'abc' is not a integer": which flag's value?
+  return out.replace(/'([^']*)' is not a (integer|float|number)/g, (whole, value: string, kind: string) => {
+    const at = context.argv.indexOf(value)
+    const flag = at > 0 && context.argv[at - 1]!.startsWith("-") ? context.argv[at - 1] : undefined
+    return flag === undefined
+      ? whole
+      : `${flag} expects ${kind === "integer" ? "an integer" : "a number"}, not '${value}'`
+  })
+}
+
+/**
+ * `base` whose `log` and `error` print `clean`ed text, for the command line `argv` (with `node` and the script).
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const fitConsole = (base: Console.Console, argv: ReadonlyArray<string>): Console.Console => {
+  const args = argv.slice(2)
+  const help = args.includes("--help") || args.includes("-h")
+  const context = {
+    color: process.stdout.isTTY === true && process.env.NO_COLOR === undefined,
+    help,
+    topLevel: help && args.filter((arg) => !arg.startsWith("-")).length === 0,
+    argv: args
+  }
+  const fit = (parts: ReadonlyArray<unknown>) =>
+    parts.map((part) => typeof part === "string" ? clean(part, context) : part)
+  return { ...base, log: (...parts) => base.log(...fit(parts)), error: (...parts) => base.error(...fit(parts)) }
+}
+
+/**
+ * `Options.withDefault` that also says the default in the help.
+ *
+ * @since 0.2.0
+ * @category flags
+ */
+export const withDefault =
+  <const B>(fallback: B, shown: string = String(fallback)) => <A>(self: Options.Options<A>): Options.Options<A | B> =>
+    self.pipe(Options.withDefault(fallback), Options.withDescription(`Default: ${shown}.`))

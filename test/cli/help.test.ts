@@ -1,0 +1,85 @@
+/**
+ * The command line's help and flags, as a user meets them: no colour into a pipe, the real command name, the
+ * defaults, the environment and the exit codes; a flag of the wrong type named; `--json`, a prompt from stdin,
+ * `--temperature`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { aifs } from "../helpers/cli.js"
+
+const ansi = /\u001b\[/
+
+describe("aifs --help", { timeout: 60_000 }, () => {
+  it.live("the top-level help: every command, the environment, the exit codes; no colour into a pipe", () =>
+    Effect.gen(function*() {
+      const run = yield* aifs(["--help"])
+      assert.strictEqual(run.code, 0, run.stderr)
+      assert.notMatch(run.stdout, ansi)
+      for (const command of ["demo", "models", "chat", "embed", "batch", "emulator", "rag", "files", "vs"]) {
+        assert.match(run.stdout, new RegExp(`^  - ${command}\\b`, "m"), command)
+      }
+      for (
+        const part of ["ENVIRONMENT", "AIFS_API_KEY", "AIFS_BASE_URL", "AIFS_LIMITER_REDIS_URL", "EXIT CODES", "143"]
+      ) {
+        assert.include(run.stdout, part)
+      }
+    }))
+
+  it.live("a command's help: its real name, every default, none of the boilerplate lines", () =>
+    Effect.gen(function*() {
+      const chat = yield* aifs(["chat", "--help"], { NO_COLOR: "1" })
+      assert.strictEqual(chat.code, 0, chat.stderr)
+      assert.match(chat.stdout, /^\$ aifs chat /m)
+      assert.include(chat.stdout, "Default: Llama-3.3-70B-Instruct.")
+      assert.include(chat.stdout, "--temperature")
+      assert.include(chat.stdout, "--json")
+      for (const boilerplate of ["A user-defined piece of text.", "This setting is optional.", "An integer."]) {
+        assert.notInclude(chat.stdout, boilerplate)
+      }
+      const batch = yield* aifs(["batch", "--help"])
+      assert.include(batch.stdout, "Default: 32.")
+      assert.match(batch.stdout, /^\$ aifs batch /m)
+    }))
+})
+
+describe("aifs flags", { timeout: 60_000 }, () => {
+  it.live("a value of the wrong type names its flag; a temperature out of range is refused before any request", () =>
+    Effect.gen(function*() {
+      const wrong = yield* aifs(["chat", "--max-tokens", "abc", "hi"])
+      assert.strictEqual(wrong.code, 2, wrong.stderr)
+      assert.include(wrong.stderr, "--max-tokens expects an integer, not 'abc'")
+      assert.notMatch(wrong.stderr, ansi)
+      const hot = yield* aifs(["chat", "--temperature", "3", "hi"], {
+        AIFS_API_KEY: "gen-x",
+        AIFS_BASE_URL: "http://127.0.0.1:9/v2"
+      })
+      assert.strictEqual(hot.code, 2, hot.stderr)
+      assert.strictEqual(hot.stderr.trim(), "aifs: error: --temperature must be from 0 to 2, not 3")
+    }))
+
+  it.live("chat --json prints the whole answer as JSON; a prompt of - is read from stdin", () =>
+    Effect.gen(function*() {
+      const run = yield* aifs(["chat", "--json", "--temperature", "0.2", "-"], {}, { input: "what the pipe said" })
+      assert.strictEqual(run.code, 0, run.stderr)
+      const answer = JSON.parse(run.stdout) as {
+        object: string
+        choices: ReadonlyArray<{ message: { content: string } }>
+        usage: { total_tokens: number }
+      }
+      assert.strictEqual(answer.object, "chat.completion")
+      // the emulator's answers begin with the prompt they answer
+      assert.include(answer.choices[0]!.message.content, "what the pipe said")
+      assert.isAbove(answer.usage.total_tokens, 0)
+    }))
+
+  it.live("models --json prints the list as JSON; without it, one tab-separated line per model", () =>
+    Effect.gen(function*() {
+      const json = yield* aifs(["models", "--json"])
+      assert.strictEqual(json.code, 0, json.stderr)
+      const list = JSON.parse(json.stdout) as { data: ReadonlyArray<{ id: string }> }
+      assert.isTrue(list.data.some((model) => model.id === "Llama-3.3-70B-Instruct"))
+      const plain = yield* aifs(["models"])
+      assert.strictEqual(plain.stdout.trim().split("\n").length, list.data.length)
+      assert.match(plain.stdout, /^Llama-3\.3-70B-Instruct\t/m)
+    }))
+})
