@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import * as Args from "@effect/cli/Args"
+import * as CliConfig from "@effect/cli/CliConfig"
 import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
@@ -224,4 +225,30 @@ const aifs = Command.make("aifs").pipe(
  * @since 0.1.0
  * @category running
  */
-export const run = Command.run(aifs, { name: "aifs", version: "0.1.0" })
+export const run = (argv: ReadonlyArray<string>) =>
+  Effect.zipRight(unknownFlags(argv.slice(2)), Command.run(aifs, { name: "aifs", version: "0.1.0" })(argv))
+
+/** Every flag of every command, as the help lists them, and the built-in ones. */
+const knownFlags = new Set([
+  ...HelpDoc.toAnsiText(Command.getHelp(aifs, CliConfig.defaultConfig)).match(/--[a-z][a-z0-9-]*/g) ?? [],
+  "--help",
+  "--version",
+  "--wizard",
+  "--completions",
+  "--log-level"
+])
+
+/**
+ * A flag no command has (a typo) is a usage error naming it, instead of a value taken for the next argument (the
+ * prompt, say) and an "unknown argument" about another one.
+ */
+const unknownFlags = (args: ReadonlyArray<string>): Effect.Effect<void, UsageError> => {
+  const unknown = args.map((arg) => /^--[a-z][a-z0-9-]*/.exec(arg)?.[0]).find((flag) =>
+    flag !== undefined && !knownFlags.has(flag)
+  )
+  return unknown === undefined ? Effect.void : Effect.fail(
+    new UsageError(
+      `unknown flag ${unknown} (aifs ${args.find((arg) => !arg.startsWith("-")) ?? ""} --help lists the flags)`
+    )
+  )
+}

@@ -57,6 +57,15 @@ describe("aifs flags", { timeout: 60_000 }, () => {
       assert.strictEqual(hot.stderr.trim(), "aifs: error: --temperature must be from 0 to 2, not 3")
     }))
 
+  it.live("a flag no command has is refused by its name, not taken for the prompt; the known ones still work", () =>
+    Effect.gen(function*() {
+      const run = yield* aifs(["chat", "--bogus", "hi"])
+      assert.strictEqual(run.code, 2, run.stderr)
+      assert.strictEqual(run.stderr.trim(), "aifs: error: unknown flag --bogus (aifs chat --help lists the flags)")
+      const known = yield* aifs(["embed", "--model=text-embedding-bge-m3", "a"])
+      assert.strictEqual(known.code, 0, known.stderr)
+    }))
+
   it.live("chat --json prints the whole answer as JSON; a prompt of - is read from stdin", () =>
     Effect.gen(function*() {
       const run = yield* aifs(["chat", "--json", "--temperature", "0.2", "-"], {}, { input: "what the pipe said" })
