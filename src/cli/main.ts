@@ -29,6 +29,7 @@ import { client } from "./environment.js"
 import { filesCommand } from "./files.js"
 import { withDefault } from "./help.js"
 import { imagesCommand } from "./images.js"
+import { limitsCommand } from "./limits.js"
 import { UsageError } from "./output.js"
 import { ragCommand } from "./rag.js"
 import { vsCommand } from "./vs.js"
@@ -211,6 +212,7 @@ const aifs = Command.make("aifs").pipe(
     embedCommand,
     batchCommand,
     emulatorCommand,
+    limitsCommand,
     ragCommand,
     filesCommand,
     audioCommand,

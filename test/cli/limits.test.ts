@@ -1,0 +1,52 @@
+/**
+ * `aifs limits` as a child process: the limiter's limits and window per model for the configured key; through a
+ * Redis store, the window the key's other processes filled.
+ */
+import { assert, describe, inject, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Emulator from "../../src/emulator/Emulator.js"
+import { aifs } from "../helpers/cli.js"
+
+const url = inject("redisUrl")
+
+interface Limits {
+  readonly tier: string
+  readonly buckets: ReadonlyArray<{ model: string; limitRequests: number; usedRequests: number; fromHeaders: boolean }>
+}
+
+describe("aifs limits", { timeout: 60_000 }, () => {
+  it.live("per model: the limits applied and the window, one tab-separated line each after the tier", () =>
+    Effect.gen(function*() {
+      const run = yield* aifs(["limits", "-m", "Llama-3.3-70B-Instruct", "-m", "text-embedding-bge-m3"])
+      assert.strictEqual(run.code, 0, run.stderr)
+      const lines = run.stdout.trim().split("\n")
+      assert.match(lines[0]!, /^tier standard4000, key key#[0-9a-f]{8}$/)
+      assert.deepStrictEqual(lines.slice(1).map((line) => line.split("\t").slice(0, 2)), [
+        ["Llama-3.3-70B-Instruct", "0/600 requests"],
+        ["text-embedding-bge-m3", "0/600 requests"]
+      ])
+    }))
+
+  it.live.skipIf(url === undefined)(
+    "through Redis, the window another process of the key filled",
+    () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.Emulator
+        const env = {
+          AIFS_BASE_URL: emulator.baseUrl,
+          AIFS_LIMITER_REDIS_URL: url!,
+          AIFS_LIMITER_REDIS_PREFIX: `aifs-limits-${process.pid}-${Date.now()}`
+        }
+        for (let i = 0; i < 2; i++) {
+          const chat = yield* aifs(["chat", "--no-stream", "hi"], env)
+          assert.strictEqual(chat.code, 0, chat.stderr)
+        }
+        const run = yield* aifs(["limits", "-m", "Llama-3.3-70B-Instruct", "--json"], env)
+        assert.strictEqual(run.code, 0, run.stderr)
+        const limits = JSON.parse(run.stdout) as Limits
+        assert.strictEqual(limits.tier, "standard4000")
+        assert.strictEqual(limits.buckets.length, 1)
+        assert.strictEqual(limits.buckets[0]!.usedRequests, 2)
+      }).pipe(Effect.provide(Emulator.layer({ port: 0 })))
+  )
+})
