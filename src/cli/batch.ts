@@ -11,6 +11,7 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
@@ -18,6 +19,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
@@ -30,7 +32,7 @@ import * as Batch from "../services/Batch.js"
 import * as BatchOutput from "./batchOutput.js"
 import { client } from "./environment.js"
 import { withDefault } from "./help.js"
-import { UsageError } from "./output.js"
+import { describe, UsageError } from "./output.js"
 import { lockOutput } from "./outputLock.js"
 import * as Progress from "./progress.js"
 import * as Signals from "./signals.js"
@@ -103,6 +105,11 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
   Effect.gen(function*() {
     if (!fs.existsSync(input)) return yield* Effect.fail(new UsageError(`no such file: ${input}`))
     if (concurrency < 1) return yield* Effect.fail(new UsageError("--concurrency must be at least 1"))
+    if (fs.existsSync(output) && fs.realpathSync(output) === fs.realpathSync(input)) {
+      return yield* Effect.fail(
+        new UsageError(`--out ${output} is the input itself: give the results a file of their own`)
+      )
+    }
     const before = yield* BatchOutput.scan(output)
     // an id is done when its latest line succeeded, or failed and the user keeps failures (--keep-failed)
     const done = (id: string) => before.succeeded.has(id) || (options.keepFailed === true && before.failed.has(id))
@@ -112,7 +119,8 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
     let keptFailed = 0
     let retried = 0
     const tty = process.stderr.isTTY === true
-    const total = yield* countToRun(input, done)
+    // an input that is not a file (a pipe, /dev/stdin) can be read once only: its total is then what has finished
+    const total = fs.statSync(input).isFile() ? yield* countToRun(input, done) : 0
     const progress: Progress.Progress = {
       total,
       done: 0,
@@ -124,7 +132,7 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
     }
     const retriesBefore = yield* Progress.retriesSoFar
     const windowMs = Duration.toMillis(
-      yield* ClientConfig.duration("AIFS_LIMITER_WINDOW").pipe(Config.withDefault(Duration.minutes(1)))
+      yield* ClientConfig.positiveDuration("AIFS_LIMITER_WINDOW").pipe(Config.withDefault(Duration.minutes(1)))
     )
     const render = Effect.gen(function*() {
       const retries = (yield* Progress.retriesSoFar) - retriesBefore
@@ -214,19 +222,6 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
         cut = inFlight
       }))
     )
-    const worker = yield* Effect.forkDaemon(
-      // the first to end, success or failure (a write error ends the run at once)
-      Effect.raceFirst(results, Effect.raceFirst(Effect.asVoid(reporter), graceOver))
-    )
-    // a second signal quits at once (the lock goes with the process, every line written stays whole)
-    let signals = 0
-    const onSignal = (signal: Signals.StopSignal) => () => {
-      if (++signals > 1) process.exit(Signals.exitCode(signal))
-    }
-    const onSigint = onSignal("SIGINT")
-    const onSigterm = onSignal("SIGTERM")
-    process.on("SIGINT", onSigint)
-    process.on("SIGTERM", onSigterm)
     const summary = Effect.gen(function*() {
       process.stderr.write((yield* render) + (tty ? "\n" : ""))
       const elapsed = ((yield* Clock.currentTimeMillis) - progress.started) / 1000
@@ -238,28 +233,51 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
           Progress.formatDuration(elapsed)
       )
     })
-    yield* Fiber.join(worker).pipe(
-      Effect.onInterrupt(() =>
-        Effect.gen(function*() {
-          process.stderr.write(
-            `${tty ? "\n" : ""}aifs batch: stopping: no new requests; the ${inFlight} in flight get ` +
-              `${Duration.format(options.grace ?? Duration.seconds(5))} (Ctrl-C again to quit now)\n`
-          )
-          yield* Deferred.succeed(stop, undefined)
-          yield* Fiber.await(worker)
-          yield* summary
-          const left = cut > 0 ? `${cut} requests cut in flight; ` : ""
-          yield* Console.error(
-            `aifs batch: stopped; ${left}the rest is left for a rerun: ${
-              options.resumeCommand ?? `aifs batch ${shellQuote(input)} --out ${shellQuote(output)}`
-            }`
-          )
-        })
-      ),
-      Effect.ensuring(Effect.sync(() => {
-        process.off("SIGINT", onSigint)
-        process.off("SIGTERM", onSigterm)
-      }))
+    // from here a stop can only land in the join below, where it is handled (never between the fork and the join,
+    // where it would leave the worker writing while the output is compacted)
+    yield* Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const worker = yield* Effect.forkDaemon(Effect.interruptible(
+          // the first to end, success or failure (a write error ends the run at once)
+          Effect.raceFirst(results, Effect.raceFirst(Effect.asVoid(reporter), graceOver))
+        ))
+        // a second signal quits at once (the lock goes with the process, every line written stays whole)
+        let signals = 0
+        const onSignal = (signal: Signals.StopSignal) => () => {
+          if (++signals > 1) process.exit(Signals.exitCode(signal))
+        }
+        const onSigint = onSignal("SIGINT")
+        const onSigterm = onSignal("SIGTERM")
+        process.on("SIGINT", onSigint)
+        process.on("SIGTERM", onSigterm)
+        yield* restore(Fiber.join(worker)).pipe(
+          Effect.onInterrupt(() =>
+            Effect.gen(function*() {
+              process.stderr.write(
+                `${tty ? "\n" : ""}aifs batch: stopping: no new requests; the ${inFlight} in flight get ` +
+                  `${Duration.format(options.grace ?? Duration.seconds(5))} (Ctrl-C again to quit now)\n`
+              )
+              yield* Deferred.succeed(stop, undefined)
+              const ended = yield* Fiber.await(worker)
+              // a write that failed during the grace is said, as it would be without a stop
+              if (Exit.isFailure(ended) && !Cause.isInterruptedOnly(ended.cause)) {
+                yield* Console.error(`aifs: error: ${describe(Cause.squash(ended.cause))}`)
+              }
+              yield* summary
+              const left = cut > 0 ? `${cut} requests cut in flight; ` : ""
+              yield* Console.error(
+                `aifs batch: stopped; ${left}the rest is left for a rerun: ${
+                  options.resumeCommand ?? `aifs batch ${shellQuote(input)} --out ${shellQuote(output)}`
+                }`
+              )
+            })
+          ),
+          Effect.ensuring(Effect.sync(() => {
+            process.off("SIGINT", onSigint)
+            process.off("SIGTERM", onSigterm)
+          }))
+        )
+      })
     )
     yield* summary
     if (progress.failed > 0 || keptFailed > 0 || bad > 0) process.exitCode = 1

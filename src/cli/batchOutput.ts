@@ -46,15 +46,36 @@ export interface Contents {
 }
 
 /** The `custom_id` of a line, "" when it has none (never a valid one: a batch line needs a non-empty id). */
-export const customIdOf = (line: string): string => resultOf(line).id
+export const customIdOf = (line: string): string => {
+  try {
+    const id = (JSON.parse(line) as { custom_id?: unknown } | null)?.custom_id
+    return typeof id === "string" ? id : ""
+  } catch {
+    return ""
+  }
+}
 
 /** A result line's `custom_id` ("" when it has none) and whether it is an error line (`error` not null). */
 const resultOf = (line: string): { readonly id: string; readonly failed: boolean } => {
   try {
-    const { custom_id, error } = (JSON.parse(line) ?? {}) as { custom_id?: unknown; error?: unknown }
-    return { id: typeof custom_id === "string" ? custom_id : "", failed: error !== null && error !== undefined }
+    const result = (JSON.parse(line) ?? {}) as { custom_id?: unknown; error?: unknown; response?: unknown }
+    // a result line has a response or an error: a request line (an input given as the output) is not one
+    const isResult = typeof result.custom_id === "string" && ("response" in result || "error" in result)
+    return {
+      id: isResult ? result.custom_id as string : "",
+      failed: result.error !== null && result.error !== undefined
+    }
   } catch {
     return { id: "", failed: false }
+  }
+}
+
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
   }
 }
 
@@ -96,8 +117,12 @@ const cutTornLine = (path: string): void => {
       if (end === from) end = 0
       start = from
     }
-    // to its own length when no line is torn: a no-op
-    fs.ftruncateSync(fd, end)
+    if (end === size) return
+    // a last line that is whole but for its line break (a file edited by hand) is kept: it gets its line break
+    const tail = Buffer.alloc(size - end)
+    fs.readSync(fd, tail, 0, tail.length, end)
+    if (isJson(tail.toString("utf8"))) fs.writeSync(fd, "\n", size)
+    else fs.ftruncateSync(fd, end)
   } finally {
     fs.closeSync(fd)
   }
@@ -131,7 +156,7 @@ export const scan = (path: string): Effect.Effect<Contents, OutputError> =>
 /** The number of the latest line of each `custom_id`, and how many lines have one. */
 const latestLines = (path: string) =>
   Stream.runFold(linesOf(path), { latest: new Map<string, number>(), withId: 0 }, (acc, [line, number]) => {
-    const id = customIdOf(line)
+    const { id } = resultOf(line)
     if (id === "") return acc
     acc.withId++
     acc.latest.set(id, number)
@@ -156,16 +181,28 @@ export const writeAll = (fd: number, bytes: Uint8Array): void => {
 export const compact = (path: string): Effect.Effect<number, OutputError> =>
   Effect.gen(function*() {
     if (!isRegularFile(path)) return 0
-    const { latest, withId } = yield* latestLines(path)
+    // the file itself, not a link to it (which would be replaced by the compacted file)
+    const real = fs.realpathSync(path)
+    // a torn last line (a write that failed, a crash) never becomes a whole line of the compacted file
+    yield* Effect.try({ try: () => cutTornLine(real), catch: failed("read", path) })
+    const { latest, withId } = yield* latestLines(real)
     // one line per id already
     if (withId === latest.size) return 0
     let dropped = 0
-    const side = `${path}.compacting`
-    const fd = yield* Effect.try({ try: () => fs.openSync(side, "w"), catch: failed("compact", path) })
+    const side = `${real}.compacting`
+    const fd = yield* Effect.try({
+      try: () => {
+        const fd = fs.openSync(side, "w")
+        // the output's own permissions, not the umask's
+        fs.fchmodSync(fd, fs.statSync(real).mode)
+        return fd
+      },
+      catch: failed("compact", path)
+    })
     const write = (bytes: Buffer) => Effect.try({ try: () => writeAll(fd, bytes), catch: failed("compact", path) })
-    const kept = yield* linesOf(path).pipe(
+    const kept = yield* linesOf(real).pipe(
       Stream.filter(([line, number]) => {
-        const id = customIdOf(line)
+        const { id } = resultOf(line)
         const keep = id === "" || latest.get(id) === number
         if (!keep) dropped++
         return keep
@@ -181,6 +218,6 @@ export const compact = (path: string): Effect.Effect<number, OutputError> =>
       fs.rmSync(side, { force: true })
       return yield* Effect.failCause(kept.cause)
     }
-    yield* Effect.try({ try: () => fs.renameSync(side, path), catch: failed("compact", path) })
+    yield* Effect.try({ try: () => fs.renameSync(side, real), catch: failed("compact", path) })
     return dropped
   })

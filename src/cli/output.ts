@@ -111,7 +111,9 @@ export const handled = <R>(
         const error = failure._tag === "Some" ? failure.value : Cause.squash(cause)
         // @effect/cli has already printed its own help for usage errors
         if (!ValidationError.isValidationError(error)) {
-          process.stderr.write(`aifs: error: ${describe(error, options.verbose)}\n`)
+          // on a terminal, over a progress bar's line rather than after it
+          const clear = process.stderr.isTTY === true ? "\r\u001b[K" : ""
+          process.stderr.write(`${clear}aifs: error: ${describe(error, options.verbose)}\n`)
         }
         process.exitCode = exitCode(error)
       })

@@ -252,16 +252,24 @@ export const layerConfig = (config: Config.Config.Wrap<Options>): Layer.Layer<Cl
  * @since 0.1.0
  * @category config
  */
-export const duration = (name: string): Config.Config<Duration.Duration> =>
+export const duration = (name: string): Config.Config<Duration.Duration> => durationWhere(name, () => true, "")
+
+/**
+ * A duration config above zero (a time limit or a window, where no time at all can never work), read as `duration`.
+ *
+ * @since 0.2.0
+ * @category config
+ */
+export const positiveDuration = (name: string): Config.Config<Duration.Duration> =>
+  durationWhere(name, Duration.greaterThan(Duration.zero), " above zero")
+
+const durationWhere = (name: string, valid: (d: Duration.Duration) => boolean, what: string) =>
   Config.string(name).pipe(
     Config.mapOrFail((text) =>
-      Option.match(Option.filter(parseDurationInput(text), Duration.greaterThan(Duration.zero)), {
+      Option.match(Option.filter(parseDurationInput(text), valid), {
         onNone: () =>
           Either.left(
-            ConfigError.InvalidData(
-              [],
-              `Expected a duration above zero such as 30s, 1m30s or 30 seconds, got "${text}"`
-            )
+            ConfigError.InvalidData([], `Expected a duration${what} such as 30s, 1m30s or 30 seconds, got "${text}"`)
           ),
         onSome: Either.right
       })
@@ -303,11 +311,11 @@ export const fromEnv: Config.Config<Options> = Config.all({
     Config.validate({ message: "Expected a number of retries from 0 to 100", validation: (n) => n >= 0 && n <= 100 }),
     Config.withDefault(6)
   ),
-  timeout: duration("AIFS_TIMEOUT").pipe(Config.withDefault(Duration.minutes(10))),
-  connectTimeout: duration("AIFS_CONNECT_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10))),
-  firstByteTimeout: duration("AIFS_FIRST_BYTE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(10))),
-  queueTimeout: duration("AIFS_QUEUE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(30))),
-  streamIdleTimeout: duration("AIFS_STREAM_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2)))
+  timeout: positiveDuration("AIFS_TIMEOUT").pipe(Config.withDefault(Duration.minutes(10))),
+  connectTimeout: positiveDuration("AIFS_CONNECT_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10))),
+  firstByteTimeout: positiveDuration("AIFS_FIRST_BYTE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(10))),
+  queueTimeout: positiveDuration("AIFS_QUEUE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(30))),
+  streamIdleTimeout: positiveDuration("AIFS_STREAM_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2)))
 })
 
 /**

@@ -22,7 +22,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import { duration } from "./ClientConfig.js"
+import { duration, positiveDuration } from "./ClientConfig.js"
 
 /**
  * The real gateway.
@@ -213,8 +213,8 @@ export const fromEnv: Config.Config<Options> = Config.all({
     Config.validate({ message: "Expected a number of retries from 0 to 100", validation: (n) => n >= 0 && n <= 100 }),
     Config.withDefault(4)
   ),
-  timeout: duration("AIFS_GATEWAY_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2))),
-  connectTimeout: duration("AIFS_GATEWAY_CONNECT_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10)))
+  timeout: positiveDuration("AIFS_GATEWAY_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2))),
+  connectTimeout: positiveDuration("AIFS_GATEWAY_CONNECT_TIMEOUT").pipe(Config.withDefault(Duration.seconds(10)))
 })
 
 /**

@@ -140,7 +140,7 @@ export const limiterFromEnv = Config.all({
     Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
   ),
   redisPrefix: Config.string("AIFS_LIMITER_REDIS_PREFIX").pipe(Config.withDefault("aifs")),
-  window: Config.option(ClientConfig.duration("AIFS_LIMITER_WINDOW"))
+  window: Config.option(ClientConfig.positiveDuration("AIFS_LIMITER_WINDOW"))
 })
 
 /**

@@ -49,7 +49,6 @@ import * as Metrics from "./ClientMetrics.js"
  * import { ClientConfig, type Errors, Inference, InferenceHttp, Models, RetryPolicy, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
  * import * as Layer from "effect/Layer"
-import * as Metric from "effect/Metric"
  * import * as Schedule from "effect/Schedule"
  *
  * // a policy of your own: retry 429s only, with exponential waits, for at most a minute
@@ -297,7 +296,6 @@ export const layer = (options: Options = {}): Layer.Layer<RetryPolicy> => Layer.
  * import { ClientConfig, InferenceHttp, Node, RetryPolicy } from "effect-aifs"
  * import type { InferenceHttpClient } from "effect-aifs"
  * import * as Layer from "effect/Layer"
-import * as Metric from "effect/Metric"
  *
  * // the default policy, `maxRetries` from the configuration (AIFS_MAX_RETRIES with `ClientConfig.layerFromEnv`)
  * export const TransportLive: Layer.Layer<InferenceHttpClient.InferenceHttpClient> = InferenceHttp.layer.pipe(
@@ -324,7 +322,6 @@ export const layerFromClientConfig: Layer.Layer<RetryPolicy, never, ClientConfig
  * import { ClientConfig, Inference, InferenceHttp, Models, RetryPolicy, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
  * import * as Layer from "effect/Layer"
-import * as Metric from "effect/Metric"
  *
  * // every failure comes back at once, e.g. in a request handler with its own deadline
  * const unavailable = Testing.httpClient(() => ({ status: 503, body: { detail: "Model temporarily unavailable" } }))

@@ -339,6 +339,47 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.strictEqual(openDescriptors(full), 0)
     }))
 
+  it.scoped("the input given as the output is refused before anything is read or written", () =>
+    Effect.gen(function*() {
+      yield* terminal(false)
+      const paths = yield* files([chat("a")])
+      const server = yield* recorder(() => ({ body: chatCompletionBody }))
+      const before = readFileSync(paths.input, "utf8")
+      const error = yield* runBatch(paths.input, paths.input, 1).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.flip
+      )
+      assert.instanceOf(error, UsageError)
+      assert.strictEqual(
+        error.message,
+        `--out ${paths.input} is the input itself: give the results a file of their own`
+      )
+      assert.strictEqual(readFileSync(paths.input, "utf8"), before)
+      assert.strictEqual(yield* server.count, 0)
+    }))
+
+  it.scoped("a write that fails during the grace after a stop is said in one line, before the summary", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const t = yield* terminal(false)
+      const paths = yield* files([chat("a"), chat("b")])
+      const full = join(paths.input, "..", "full.jsonl")
+      symlinkSync("/dev/full", full)
+      const server = yield* slowServer(1)
+      const fiber = yield* runBatch(paths.input, full, 2).pipe(
+        Effect.provide(Testing.layerHttp(server.handler)),
+        Effect.fork
+      )
+      yield* calls(server, 2)
+      const interrupter = yield* Fiber.interrupt(fiber).pipe(Effect.fork)
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.join(interrupter)))
+      const errors = t.written.filter((text) => text.startsWith("aifs: error: "))
+      assert.strictEqual(errors.length, 1, t.written.join(""))
+      assert.match(errors[0]!, new RegExp(`^aifs: error: OutputError: cannot write ${full}: ENOSPC`))
+      assert.include(t.written.at(-1), "aifs batch: stopped;")
+    }))
+
   it.scoped("a compaction that fails is said in one line; the run itself stands, its output a log a rerun reads", () =>
     Effect.gen(function*() {
       const t = yield* terminal(false)

@@ -5,7 +5,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync
+} from "node:fs"
 import { join } from "node:path"
 import * as BatchOutput from "../../src/cli/batchOutput.js"
 import { tempDir } from "../helpers/tempDir.js"
@@ -26,12 +36,16 @@ describe("batch resume", () => {
       const file = yield* outFile
       const whole = Buffer.from(line("a", "Grüße aus Köln") + line("b", "日本語のテキスト 🎉"))
       const torn = Buffer.from(line("c", "naïve café ✓ 𝄞"))
-      // every cut of the last line that leaves it torn: from its first byte to all but its line break
-      for (let cut = 1; cut < torn.length; cut++) {
+      // every cut of the last line that leaves it torn: from its first byte to all but its closing brace
+      for (let cut = 1; cut < torn.length - 1; cut++) {
         writeFileSync(file, Buffer.concat([whole, torn.subarray(0, cut)]))
         assert.deepStrictEqual(yield* succeeded(file), ["a", "b"], `cut at byte ${cut}`)
         assert.isTrue(readFileSync(file).equals(whole), `the file after a cut at byte ${cut}`)
       }
+      // whole but for its line break (a file edited by hand): kept, and given its line break
+      writeFileSync(file, Buffer.concat([whole, torn.subarray(0, torn.length - 1)]))
+      assert.deepStrictEqual(yield* succeeded(file), ["a", "b", "c"])
+      assert.isTrue(readFileSync(file).equals(Buffer.concat([whole, torn])))
     }))
 
   it.scoped("a torn line longer than one read (64 KiB) is cut where the last whole line ends, chunks before", () =>
@@ -175,5 +189,30 @@ describe("batch resume", () => {
         assert.strictEqual(readFileSync(file, "utf8"), content)
         rmSync(`${file}.compacting`, { recursive: true, force: true })
       }
+    }))
+
+  it.scoped("a line with a custom_id but neither response nor error (a request, not a result) is not counted", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      writeFileSync(
+        file,
+        `${JSON.stringify({ custom_id: "q", url: "/v1/chat/completions", body: {} })}\n` + line("a", "1")
+      )
+      const contents = yield* BatchOutput.scan(file)
+      assert.deepStrictEqual([...contents.succeeded], ["a"])
+      assert.strictEqual(contents.failed.size, 0)
+    }))
+
+  it.scoped("compaction cuts a torn last line first, keeps the file's permissions, and compacts a link's target", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      writeFileSync(file, errorLine("a") + line("a", "1") + "{\"custom_id\":\"b\",\"resp")
+      chmodSync(file, 0o600)
+      const link = `${file}.link`
+      symlinkSync(file, link)
+      assert.strictEqual(yield* BatchOutput.compact(link), 1)
+      assert.isTrue(lstatSync(link).isSymbolicLink())
+      assert.strictEqual(readFileSync(file, "utf8"), line("a", "1"))
+      assert.strictEqual(statSync(file).mode & 0o777, 0o600)
     }))
 })

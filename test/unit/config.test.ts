@@ -115,6 +115,16 @@ describe("ClientConfig.layerFromEnv", () => {
       }).pipe(Effect.runSync)
   )
 
+  it.effect("a duration of zero is a duration (AIFS_GATEWAY_REFRESH_AHEAD=0s: replace at expiry); a time limit is not", () =>
+    Effect.gen(function*() {
+      const zero = yield* ClientConfig.duration("X").pipe(Effect.withConfigProvider(provider({ X: "0s" })))
+      assert.strictEqual(Duration.toMillis(zero), 0)
+      const error = yield* Effect.flip(
+        ClientConfig.positiveDuration("X").pipe(Effect.withConfigProvider(provider({ X: "0s" })))
+      )
+      assert.include(String(error), "above zero")
+    }))
+
   it.each(["not-a-url", "ftp://example.com/v2", "llm-server.llmhub.t-systems.net/v2"])(
     "AIFS_BASE_URL=%s is rejected as not an http(s) URL, as are the v1 and queue URLs",
     (url) =>
