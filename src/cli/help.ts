@@ -30,6 +30,11 @@ const environment = `ENVIRONMENT
                            time limits (default 10m, 10s, 10m, 30m, 2m)
   AIFS_LIMITER_REDIS_URL, AIFS_LIMITER_REDIS_PREFIX, AIFS_LIMITER_WINDOW
                            a Redis shared by the processes of one key, its key prefix (aifs), the window (1m)
+  AIFS_GATEWAY_URL, AIFS_GATEWAY_USERNAME, AIFS_GATEWAY_PASSWORD
+                           the retrieval gateway (rag); unset: the emulator's gateway
+  AIFS_GATEWAY_QUERY_PIPELINE, AIFS_GATEWAY_MAX_RETRIES, AIFS_GATEWAY_TIMEOUT, AIFS_GATEWAY_CONNECT_TIMEOUT,
+  AIFS_GATEWAY_REFRESH_AHEAD
+                           its query pipeline, retries, time limits, and how early a token is replaced
   NO_COLOR                 no colour in help and errors (none into a pipe either)
 
   --verbose (anywhere): debug lines, and every field of a failure.

@@ -5,6 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { aifs } from "../helpers/cli.js"
 
 const ansi = /\u001b\[/
@@ -23,6 +25,17 @@ describe("aifs --help", { timeout: 60_000 }, () => {
       ) {
         assert.include(run.stdout, part)
       }
+    }))
+
+  it.live("the top-level help names every AIFS_ variable the sources read", () =>
+    Effect.gen(function*() {
+      const run = yield* aifs(["--help"])
+      const sources = readdirSync("src", { recursive: true, encoding: "utf8" })
+        .filter((file) => file.endsWith(".ts") && !file.startsWith("emulator"))
+        .map((file) => readFileSync(join("src", file), "utf8"))
+      const read = new Set(sources.flatMap((text) => [...text.matchAll(/"(AIFS_[A-Z_]+)"/g)].map((m) => m[1]!)))
+      assert.isAbove(read.size, 20)
+      for (const name of read) assert.include(run.stdout, name)
     }))
 
   it.live("a command's help: its real name, every default, none of the boilerplate lines", () =>
