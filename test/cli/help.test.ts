@@ -33,7 +33,7 @@ describe("aifs --help", { timeout: 60_000 }, () => {
       const sources = readdirSync("src", { recursive: true, encoding: "utf8" })
         .filter((file) => file.endsWith(".ts") && !file.startsWith("emulator"))
         .map((file) => readFileSync(join("src", file), "utf8"))
-      const read = new Set(sources.flatMap((text) => [...text.matchAll(/"(AIFS_[A-Z_]+)"/g)].map((m) => m[1]!)))
+      const read = new Set(sources.flatMap((text) => [...text.matchAll(/"(AIFS_[A-Z0-9_]+)"/g)].map((m) => m[1]!)))
       assert.isAbove(read.size, 20)
       for (const name of read) assert.include(run.stdout, name)
     }))
