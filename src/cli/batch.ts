@@ -26,7 +26,6 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
-import * as readline from "node:readline"
 import * as ClientConfig from "../layers/ClientConfig.js"
 import * as Batch from "../services/Batch.js"
 import * as BatchOutput from "./batchOutput.js"
@@ -50,10 +49,7 @@ const cannotRead = (path: string, error: unknown) =>
   new UsageError(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`)
 
 const lines = (path: string): Stream.Stream<readonly [string, number], UsageError> =>
-  Stream.fromAsyncIterable(
-    readline.createInterface({ input: fs.createReadStream(path), crlfDelay: Infinity }),
-    (error) => cannotRead(path, error)
-  ).pipe(Stream.zipWithIndex, Stream.map(([text, index]) => [text, index + 1] as const))
+  BatchOutput.readLines(path, (error) => cannotRead(path, error))
 
 const totalTokens = (line: Batch.ResultLine): number => {
   const usage = (line.response?.body as { usage?: { total_tokens?: unknown } } | undefined)?.usage

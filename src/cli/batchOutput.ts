@@ -89,13 +89,32 @@ const isRegularFile = (path: string): boolean => {
 }
 
 /** The lines of a file, streamed, with their 1-based numbers. */
+/**
+ * The lines of a file, streamed, with their 1-based numbers; the file is closed (its descriptor released) when the
+ * stream ends, however it ends, before anything after it runs.
+ *
+ * @since 0.2.0
+ * @category reading
+ */
+export const readLines = <E>(
+  path: string,
+  onError: (error: unknown) => E
+): Stream.Stream<readonly [string, number], E> =>
+  Stream.unwrapScoped(Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => fs.createReadStream(path)),
+      (input) =>
+        Effect.async<void>((resume) => {
+          if (input.closed) return resume(Effect.void)
+          input.once("close", () => resume(Effect.void))
+          input.destroy()
+        })
+    ),
+    (input) => Stream.fromAsyncIterable(readline.createInterface({ input, crlfDelay: Infinity }), onError)
+  )).pipe(Stream.zipWithIndex, Stream.map(([text, index]) => [text, index + 1] as const))
+
 const linesOf = (path: string): Stream.Stream<readonly [string, number], OutputError> =>
-  Stream.suspend(() =>
-    Stream.fromAsyncIterable(
-      readline.createInterface({ input: fs.createReadStream(path), crlfDelay: Infinity }),
-      failed("read", path)
-    )
-  ).pipe(Stream.zipWithIndex, Stream.map(([text, index]) => [text, index + 1] as const))
+  readLines(path, failed("read", path))
 
 const chunkSize = 64 * 1024
 
