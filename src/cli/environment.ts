@@ -13,21 +13,28 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Emulator from "../emulator/Emulator.js"
 import * as ClientConfig from "../layers/ClientConfig.js"
-import * as Node from "../layers/Node.js"
+import type * as Node from "../layers/Node.js"
+import { emulatorModule, nodeModule } from "./lazy.js"
 
 const viaEmulator: Layer.Layer<Node.Services, HttpServerError.ServeError> = Layer.unwrapEffect(
   Effect.gen(function*() {
-    const emulator = yield* Emulator.Emulator
-    yield* Console.error(`aifs: AIFS_API_KEY is not set: using the embedded emulator at ${emulator.url} (no network)`)
-    return Node.layer({
-      apiKey: emulator.keyFor("standard4000") ?? "",
-      baseUrl: emulator.baseUrl,
-      tier: "standard4000"
-    })
+    const [Emulator, Node] = yield* Effect.all([emulatorModule, nodeModule])
+    return Layer.unwrapEffect(
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.Emulator
+        yield* Console.error(
+          `aifs: AIFS_API_KEY is not set: using the embedded emulator at ${emulator.url} (no network)`
+        )
+        return Node.layer({
+          apiKey: emulator.keyFor("standard4000") ?? "",
+          baseUrl: emulator.baseUrl,
+          tier: "standard4000"
+        })
+      })
+    ).pipe(Layer.provide(Emulator.layer()))
   })
-).pipe(Layer.provide(Emulator.layer()))
+)
 
 /** Whether a base URL points at this machine (a local emulator, say). */
 const isLocal = (url: string): boolean => {
@@ -51,6 +58,7 @@ export const client: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpSe
       ConfigError.ConfigError
     > {
       const key = yield* Config.option(Config.redacted("AIFS_API_KEY"))
+      const Node = yield* nodeModule
       // an empty AIFS_API_KEY counts as unset: `AIFS_API_KEY= aifs ...` is how a shell unsets it for one command
       if (Option.isSome(key) && Redacted.value(key.value).trim() !== "") return Node.layerFromEnv
       const baseUrl = yield* Config.option(ClientConfig.httpUrl("AIFS_BASE_URL"))
@@ -68,7 +76,7 @@ export const client: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpSe
       return Node.layerFromEnv.pipe(
         Layer.provide(Layer.setConfigProvider(
           ConfigProvider.fromMap(
-            new Map([["AIFS_API_KEY", Emulator.keyOf("standard4000")], ["AIFS_TIER", "standard4000"]])
+            new Map([["AIFS_API_KEY", (yield* emulatorModule).keyOf("standard4000")], ["AIFS_TIER", "standard4000"]])
           ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
         ))
       )

@@ -16,7 +16,6 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { text } from "node:stream/consumers"
-import * as Emulator from "../emulator/Emulator.js"
 import { parseDurationInput } from "../internal/duration.js"
 import type { ChatMessage } from "../schemas/Chat.js"
 import * as Chat from "../services/Chat.js"
@@ -24,11 +23,11 @@ import * as Embeddings from "../services/Embeddings.js"
 import * as Models from "../services/Models.js"
 import { audioCommand } from "./audio.js"
 import { batchCommand } from "./batch.js"
-import { demo } from "./demo.js"
 import { client } from "./environment.js"
 import { filesCommand } from "./files.js"
 import { withDefault } from "./help.js"
 import { imagesCommand } from "./images.js"
+import { emulatorModule } from "./lazy.js"
 import { limitsCommand } from "./limits.js"
 import { UsageError } from "./output.js"
 import { ragCommand } from "./rag.js"
@@ -36,7 +35,11 @@ import { vsCommand } from "./vs.js"
 
 const write = (text: string) => Effect.sync(() => process.stdout.write(text))
 
-const demoCommand = Command.make("demo", {}, () => demo).pipe(
+const demoCommand = Command.make(
+  "demo",
+  {},
+  () => Effect.flatMap(Effect.promise(() => import("./demo.js")), (module) => module.demo)
+).pipe(
   Command.withDescription(
     "A tour on the embedded emulator: models, streaming, embeddings, errors, a rate-limited burst"
   )
@@ -181,6 +184,7 @@ const emulatorCommand = Command.make(
       if (!(faultRate >= 0 && faultRate <= 1)) {
         return yield* Effect.fail(new UsageError(`--fault-rate must be from 0 to 1, not ${faultRate}`))
       }
+      const Emulator = yield* emulatorModule
       return yield* Layer.launch(
         Layer.effectDiscard(
           Effect.gen(function*() {

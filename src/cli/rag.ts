@@ -18,10 +18,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { basename } from "node:path"
-import * as Emulator from "../emulator/Emulator.js"
-import * as Node from "../layers/Node.js"
+import type * as Node from "../layers/Node.js"
 import * as Rag from "../services/gateway/Rag.js"
 import { withDefault } from "./help.js"
+import { emulatorModule, nodeModule } from "./lazy.js"
 
 interface GatewayEnvironment {
   /** Poll interval that suits the target (the emulated gateway is fast). */
@@ -30,15 +30,20 @@ interface GatewayEnvironment {
 
 const emulated: Layer.Layer<Node.GatewayServices, HttpServerError.ServeError> = Layer.unwrapEffect(
   Effect.gen(function*() {
-    const emulator = yield* Emulator.Emulator
-    const user = emulator.gatewayUsers[0]!
-    yield* Console.error(
-      `aifs: AIFS_GATEWAY_URL is not set: using the embedded emulator's gateway at ${emulator.gatewayUrl} ` +
-        `as user "${user.username}" (no network)`
-    )
-    return Node.layerGateway({ url: emulator.gatewayUrl, username: user.username, password: user.password })
+    const [Emulator, Node] = yield* Effect.all([emulatorModule, nodeModule])
+    return Layer.unwrapEffect(
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.Emulator
+        const user = emulator.gatewayUsers[0]!
+        yield* Console.error(
+          `aifs: AIFS_GATEWAY_URL is not set: using the embedded emulator's gateway at ${emulator.gatewayUrl} ` +
+            `as user "${user.username}" (no network)`
+        )
+        return Node.layerGateway({ url: emulator.gatewayUrl, username: user.username, password: user.password })
+      })
+    ).pipe(Layer.provide(Emulator.layer({ gateway: { uploadDelay: "200 millis", ingestDuration: "1 second" } })))
   })
-).pipe(Layer.provide(Emulator.layer({ gateway: { uploadDelay: "200 millis", ingestDuration: "1 second" } })))
+)
 
 /**
  * The gateway layer of a CLI command, and the poll interval to use with it.
@@ -52,7 +57,7 @@ export const gateway: Effect.Effect<
     GatewayEnvironment
   ],
   ConfigError.ConfigError
-> = Effect.map(Config.option(Config.string("AIFS_GATEWAY_URL")), (url) =>
+> = Effect.zipWith(Config.option(Config.string("AIFS_GATEWAY_URL")), nodeModule, (url, Node) =>
   Option.isSome(url)
     ? [Node.layerGatewayFromEnv, { interval: Duration.seconds(2) }] as const
     : [emulated, { interval: Duration.millis(250) }] as const)
