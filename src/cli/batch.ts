@@ -44,9 +44,7 @@ const countToRun = (path: string, done: (id: string) => boolean): Effect.Effect<
   Stream.runCount(Stream.filter(lines(path), ([line]) => line.trim() !== "" && !done(BatchOutput.customIdOf(line))))
 
 const cannotRead = (path: string, error: unknown) =>
-  // node:fs and readline fail with Error objects only: String() is there for the type's unknown
-  // Stryker disable next-line ConditionalExpression: the instanceof test is true in every reachable run
-  new UsageError(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`)
+  new UsageError(`cannot read ${path}: ${BatchOutput.messageOf(error)}`)
 
 const lines = (path: string): Stream.Stream<readonly [string, number], UsageError> =>
   BatchOutput.readLines(path, (error) => cannotRead(path, error))
@@ -137,8 +135,7 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
     })
     const fd = yield* Effect.try({
       try: () => fs.openSync(output, "a"),
-      catch: (error) =>
-        new UsageError(`cannot write ${output}: ${error instanceof Error ? error.message : String(error)}`)
+      catch: (error) => new UsageError(`cannot write ${output}: ${BatchOutput.messageOf(error)}`)
     })
     const stop = yield* Deferred.make<void>()
 
@@ -195,7 +192,7 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
           try: () => BatchOutput.writeAll(fd, Buffer.from(`${JSON.stringify(line)}\n`)),
           catch: (error) =>
             new BatchOutput.OutputError({
-              message: `cannot write ${output}: ${error instanceof Error ? error.message : String(error)}`
+              message: `cannot write ${output}: ${BatchOutput.messageOf(error)}`
             })
         }).pipe(Effect.tap(() => {
           if (line.error === null) progress.done++

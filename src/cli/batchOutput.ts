@@ -27,10 +27,16 @@ import * as readline from "node:readline"
  */
 export class OutputError extends Data.TaggedError("OutputError")<{ readonly message: string }> {}
 
-const reason = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+/**
+ * The message of a failure from node:fs or readline (Error objects; anything else as a string).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
 const failed = (what: string, path: string) => (error: unknown) =>
-  new OutputError({ message: `cannot ${what} ${path}: ${reason(error)}` })
+  new OutputError({ message: `cannot ${what} ${path}: ${messageOf(error)}` })
 
 /**
  * What an output holds: the `custom_id`s whose latest line succeeded, those whose latest line failed, and how many

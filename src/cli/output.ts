@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import * as ValidationError from "@effect/cli/ValidationError"
+import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as Cause from "effect/Cause"
 import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
@@ -38,7 +39,7 @@ export const describe = (error: unknown, verbose = false): string => {
   }
   if (ConfigError.isConfigError(error)) return `configuration: ${String(error).replace(/\s+/g, " ")}`
   if (error instanceof UsageError) return error.message
-  if (isServeError(error)) {
+  if (error instanceof HttpServerError.ServeError) {
     return `cannot listen: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`
   }
   if (error instanceof Error) return `${error.name}: ${detailed(error.message, verbose)}`
@@ -82,13 +83,9 @@ const json = (value: unknown): string => {
  */
 export const exitCode = (error: unknown): number =>
   ValidationError.isValidationError(error) || ConfigError.isConfigError(error) || error instanceof UsageError ||
-    isServeError(error)
+    error instanceof HttpServerError.ServeError
     ? 2
     : 1
-
-/** A server that could not listen (a port in use, or not ours to take): the user's to fix. */
-const isServeError = (error: unknown): error is { readonly _tag: "ServeError"; readonly cause: unknown } =>
-  typeof error === "object" && error !== null && "_tag" in error && error._tag === "ServeError"
 
 /**
  * Runs a CLI program: failures become one stderr line and an exit code, defects too (with no stack).

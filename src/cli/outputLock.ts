@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as os from "node:os"
+import { messageOf } from "./batchOutput.js"
 import { UsageError } from "./output.js"
 
 interface Holder {
@@ -142,7 +143,7 @@ export const lockOutput = (output: string): Effect.Effect<void, UsageError, Scop
       catch: (error) =>
         error instanceof UsageError
           ? error
-          : new UsageError(`cannot lock ${output}: ${error instanceof Error ? error.message : String(error)}`)
+          : new UsageError(`cannot lock ${output}: ${messageOf(error)}`)
     }),
     ({ holder, onExit }) =>
       Effect.sync(() => {
