@@ -196,6 +196,14 @@ export const make = (
           .pipe(Effect.mapError((cause) => unavailable(operation, cause)))
       })
 
+    /** A single command, timed like a script. */
+    const command = <A>(operation: string, f: () => Promise<A>) => {
+      const answer = Effect.tryPromise({ try: f, catch: (cause) => cause })
+      return (timedByClient ? answer : Effect.timeoutFail(answer, { duration: timeout, onTimeout: () => timedOut }))
+        .pipe(Effect.mapError((cause) => unavailable(operation, cause)))
+    }
+    const learntKey = (bucket: string) => `{${prefix}:${bucket}}:learnt`
+
     const usageFrom = (reply: ReadonlyArray<string | number>, from: number): LimiterStore.Usage => ({
       requests: Number(reply[from]),
       tokens: Number(reply[from + 1]),
@@ -249,9 +257,19 @@ export const make = (
       usage: (bucket, windowMs) =>
         Effect.map(run("read the usage", scripts.usage, bucket, windowMs, []), (reply) => usageFrom(reply, 0)),
       leave: (bucket, waiter) => Effect.asVoid(run("leave the line", scripts.leave, bucket, 0, [waiter])),
-      released: (bucket, waiter) => subscriber.next(keysOf(bucket).channel, waiter)
+      released: (bucket, waiter) => subscriber.next(keysOf(bucket).channel, waiter),
+      learnt: (bucket) =>
+        Effect.map(
+          command("read the learnt limits", () => client.get(learntKey(bucket))),
+          (text) => text === null ? undefined : LimiterStore.decodeLearnt(text)
+        ),
+      keepLearnt: (bucket, limits) =>
+        Effect.asVoid(command("keep the learnt limits", () =>
+          client.set(learntKey(bucket), JSON.stringify(limits), "EX", LimiterStore.learntLifetimeSeconds)))
     }
-    if (failMode) return redis
+    if (failMode) {
+      return redis
+    }
     return withFallback(redis, memory, name, retryAfterMs)
   })
 
@@ -388,7 +406,10 @@ const withFallback = (
       either(redis.topUp(bucket, count, windowMs), memory.topUp(bucket, count, windowMs)),
     usage: (bucket, windowMs) => either(redis.usage(bucket, windowMs), memory.usage(bucket, windowMs)),
     leave: (bucket, waiter) => either(redis.leave(bucket, waiter), memory.leave(bucket, waiter)),
-    released: (bucket, waiter) => Effect.raceFirst(redis.released(bucket, waiter), memory.released(bucket, waiter))
+    released: (bucket, waiter) => Effect.raceFirst(redis.released(bucket, waiter), memory.released(bucket, waiter)),
+    learnt: (bucket) => either(redis.learnt(bucket), memory.learnt(bucket)),
+    keepLearnt: (bucket, limits) =>
+      Effect.zipRight(memory.keepLearnt(bucket, limits), either(redis.keepLearnt(bucket, limits), Effect.void))
   }
 }
 

@@ -39,6 +39,7 @@ import * as App from "./app.js"
 import { catalogue } from "./catalogue.js"
 import type { Chaos, Stats } from "./chaos.js"
 import { developmentUsers, type UserSpec as GatewayUserSpec } from "./gateway/state.js"
+import type { Quota } from "./limits.js"
 import { developmentKey, EmulatorState, type KeySpec, type Options } from "./state.js"
 
 export type {
@@ -200,6 +201,11 @@ export declare namespace Emulator {
     readonly gatewayUsers: ReadonlyArray<GatewayUserSpec>
     /** Replaces the fault rules (their `times` counts start again); `[]` turns faults off. */
     readonly setChaos: (chaos: Chaos) => Effect.Effect<void>
+    /**
+     * Changes a tier's quota from now on, as a plan upgraded or cut mid-run (the windows keep what they counted).
+     * A tier without a quota is a defect.
+     */
+    readonly setQuota: (tier: string, quota: Quota) => Effect.Effect<void>
     /** Requests received, in flight and aborted, open connections, injected faults by kind. */
     readonly stats: Effect.Effect<Stats>
   }
@@ -298,6 +304,7 @@ const serveWith = (server: Server, options: ServeOptions): Layer.Layer<Emulator,
         gatewayUrl: `${url}/gateway`,
         gatewayUsers: options.gateway?.users ?? developmentUsers,
         setChaos: (chaos: Chaos) => Effect.sync(() => state.chaos.set(chaos)),
+        setQuota: (tier: string, quota: Quota) => Effect.sync(() => state.setQuota(tier, quota)),
         stats: Effect.map(connectionsOf(server), (connections) => state.chaos.snapshot(connections))
       }
     })

@@ -67,7 +67,7 @@ export type Admission =
 export class SlidingWindow {
   private readonly entries: Array<SlidingWindowLog.Entry> = []
 
-  constructor(readonly quota: Quota, readonly windowMs: number) {}
+  constructor(public quota: Quota, readonly windowMs: number) {}
 
   private tokensUsed(): number {
     return this.entries.reduce((sum, e) => sum + e.tokens, 0)

@@ -79,7 +79,7 @@ export const developmentKeys: ReadonlyArray<KeySpec> = Object.keys(tierQuotas).m
 export class EmulatorState {
   readonly windowMs: number
   readonly keys: ReadonlyMap<string, KeySpec>
-  readonly tiers: Readonly<Record<string, Quota>>
+  tiers: Readonly<Record<string, Quota>>
   readonly streamChunkDelayMs: number
   readonly queueMaxWaitMs: number
   readonly maxUploadBytes: number
@@ -115,6 +115,15 @@ export class EmulatorState {
       this.windows.set(id, window)
     }
     return window
+  }
+
+  /** Changes a tier's quota from now on (a plan upgraded or cut); the windows keep what they counted. */
+  setQuota(tier: string, quota: Quota): void {
+    if (this.tiers[tier] === undefined) throw new Error(`emulator: tier "${tier}" has no quota`)
+    this.tiers = { ...this.tiers, [tier]: quota }
+    for (const [id, window] of this.windows) {
+      if (this.keys.get(id.slice(0, id.indexOf("\u0000")))?.tier === tier) window.quota = quota
+    }
   }
 
   /** A fresh sequence number, for ids. */

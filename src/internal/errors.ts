@@ -245,3 +245,20 @@ export const fromStreamError = (
       : 500)
   return fromResponse({ status, body: text, ...context })
 }
+
+/**
+ * A 429 whose retry the rate limiter paces itself (it learnt the window's limit and waits until it frees): the
+ * retry policy need not wait first, so the error asks for no wait.
+ */
+export const pacedByLimiter = (error: RateLimited): RateLimited =>
+  new RateLimited({
+    message: error.message,
+    endpoint: error.endpoint,
+    requestId: error.requestId,
+    code: error.code,
+    errorType: error.errorType,
+    issues: error.issues,
+    rateLimit: error.rateLimit,
+    status: error.status,
+    retryAfter: Duration.zero
+  })

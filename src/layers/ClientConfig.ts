@@ -98,8 +98,8 @@ export declare namespace ClientConfig {
     readonly queueUrl: string
     /** Interface version. */
     readonly apiVersion: ApiVersion
-    /** Quota tier of the key. */
-    readonly tier: Tier
+    /** Quota tier of the key, or `auto`: its limits are learnt. */
+    readonly tier: Tier | "auto"
     /** Retries after the first attempt. */
     readonly maxRetries: number
     /** Time limit of one attempt, from sending to the last byte of the body (for streams: the end). */
@@ -132,8 +132,8 @@ export interface Options {
   readonly queueUrl?: string | undefined
   /** Interface version (default `1.1.0`). */
   readonly apiVersion?: ApiVersion | undefined
-  /** Quota tier (default `basic`, the most cautious). */
-  readonly tier?: Tier | undefined
+  /** Quota tier, or `auto` to learn the limits from the server (default `basic`, the most cautious). */
+  readonly tier?: Tier | "auto" | undefined
   /** Retries after the first attempt (default 6). */
   readonly maxRetries?: number | undefined
   /** Time limit of one attempt, body or stream included (default 10 minutes: long generations are slow). */
@@ -306,7 +306,7 @@ export const fromEnv: Config.Config<Options> = Config.all({
   v1Url: Config.option(httpUrl("AIFS_V1_URL")).pipe(Config.map(Option.getOrUndefined)),
   queueUrl: Config.option(httpUrl("AIFS_QUEUE_URL")).pipe(Config.map(Option.getOrUndefined)),
   apiVersion: Config.literal("1.1.0", "1.0.0")("AIFS_API_VERSION").pipe(Config.withDefault("1.1.0" as const)),
-  tier: Config.literal("basic", "standard4000")("AIFS_TIER").pipe(Config.withDefault("basic" as const)),
+  tier: Config.literal("basic", "standard4000", "auto")("AIFS_TIER").pipe(Config.withDefault("basic" as const)),
   maxRetries: Config.integer("AIFS_MAX_RETRIES").pipe(
     Config.validate({ message: "Expected a number of retries from 0 to 100", validation: (n) => n >= 0 && n <= 100 }),
     Config.withDefault(6)

@@ -45,7 +45,7 @@ import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { excerpt, fromHttpClientError, fromStreamError } from "../internal/errors.js"
+import { excerpt, fromHttpClientError, fromStreamError, pacedByLimiter } from "../internal/errors.js"
 import { fingerprint, makeRedactor } from "../internal/redact.js"
 import { annotateResponse, requestAttributes } from "../internal/spans.js"
 import { decodeEvents } from "../internal/sse.js"
@@ -345,7 +345,7 @@ export const make: Effect.Effect<
         let sending = false
         let settled = false
         // marks the permit settled and settles it in one piece: the guard below leaves a settled permit alone
-        const settling = (settle: Effect.Effect<void>) =>
+        const settling = <S>(settle: Effect.Effect<S>) =>
           Effect.uninterruptible(Effect.suspend(() => {
             settled = true
             return settle
@@ -360,25 +360,35 @@ export const make: Effect.Effect<
             Duration.lessThan(timeouts.firstByte, timeouts.total) ? timeouts.firstByte : undefined
           )
         }).pipe(
-          Effect.tapError((error) => {
+          Effect.catchAll((error): Effect.Effect<never, ApiError> => {
             // an answer's error carries the status and the limits it came with; other errors neither
             const answer: {
               readonly _tag: string
               readonly status?: number | undefined
               readonly rateLimit?: RateLimitInfo | undefined
             } = error
-            // never reached the server (no connection, or a 429 it did not count): the slot comes back; no
-            // answer (a dropped connection, no answer in time): it stays counted, the server may hold it; any
-            // other answer: counted, its tokens come back
+            const learnt = learn(answer.rateLimit, answer.status ?? 0)
+            // a 429 the server did not count: the slot comes back, and a limiter that learns its limits measures
+            // them; when it then paces the retry itself (it waits until the window frees), the retry need not wait
+            if (error._tag === "RateLimited") {
+              if (permit === undefined) return Effect.zipRight(learnt, Effect.fail(error))
+              return Effect.flatMap(
+                settling(permit.throttled),
+                (paced) => Effect.zipRight(learnt, Effect.fail(paced ? pacedByLimiter(error) : error))
+              )
+            }
+            // never reached the server (no connection): the slot comes back; no answer (a dropped connection, no
+            // answer in time): it stays counted, the server may hold it; any other answer: counted, its tokens
+            // come back
             const settle = permit === undefined
               ? Effect.void
-              : (error._tag === "TransportError" && error.connected === false) || error._tag === "RateLimited" ||
+              : (error._tag === "TransportError" && error.connected === false) ||
                   (error._tag === "Timeout" && error.timeout === "connect")
               ? permit.cancel
               : error._tag === "TransportError" || error._tag === "Timeout"
               ? permit.answered
               : Effect.zipRight(permit.answered, permit.refund)
-            return Effect.zipRight(settling(settle), learn(answer.rateLimit, answer.status ?? 0))
+            return Effect.zipRight(Effect.zipRight(settling(settle), learnt), Effect.fail(error))
           }),
           Effect.tap(([, meta]) =>
             Effect.zipRight(

@@ -40,6 +40,8 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
 import type { LimiterUnavailable } from "../schemas/Errors.js"
 
@@ -108,6 +110,42 @@ export interface ServerCount {
 }
 
 /**
+ * The limits learnt for a bucket when its plan is unknown (`tier: "auto"`), kept in the store so that every process
+ * on it, and the next run, starts from them.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface LearntLimits {
+  /** Requests per window, when learnt. */
+  readonly requests?: number | undefined
+  /** Tokens per window, when learnt. */
+  readonly tokens?: number | undefined
+}
+
+const LearntLimitsJson = Schema.parseJson(Schema.Struct({
+  requests: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  tokens: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
+}))
+
+/**
+ * Learnt limits from their JSON text (what a shared store keeps), or undefined when the text is not such limits.
+ *
+ * @since 0.3.0
+ * @category learnt limits
+ */
+export const decodeLearnt = (text: string): LearntLimits | undefined =>
+  Option.getOrUndefined(Schema.decodeUnknownOption(LearntLimitsJson)(text))
+
+/**
+ * How long a shared store keeps learnt limits that nobody confirms (30 days): a plan changes, a key is retired.
+ *
+ * @since 0.3.0
+ * @category learnt limits
+ */
+export const learntLifetimeSeconds = 30 * 24 * 3600
+
+/**
  * How long a waiter keeps its place in a bucket's line after the time it was told to come back: longer, and
  * the place goes to the next (its process died or left without saying so).
  *
@@ -124,6 +162,8 @@ export const waiterGraceMs = 1_000
  * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
  * import * as Effect from "effect/Effect"
  * import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
  *
  * // a store of your own (a shared one would talk to Redis): here the memory store, logging every wait
  * const LoggingStore = Layer.sync(LimiterStore.LimiterStore, () => {
@@ -206,6 +246,10 @@ export declare namespace LimiterStore {
      * Only the first waiter is woken: everyone behind it would be told to wait again.
      */
     readonly released: (bucket: string, waiter: string) => Effect.Effect<void>
+    /** The limits learnt for the bucket (by any process on the store), if any. */
+    readonly learnt: (bucket: string) => Effect.Effect<LearntLimits | undefined, LimiterUnavailable>
+    /** Keeps the limits learnt for the bucket, for every process on the store and the next run. */
+    readonly keepLearnt: (bucket: string, limits: LearntLimits) => Effect.Effect<void, LimiterUnavailable>
   }
 
   /**
@@ -282,6 +326,7 @@ const dropLate = (waiters: Array<Waiter>, now: number): void => {
  */
 export const makeMemory = (): LimiterStore.Infallible => {
   const buckets = new Map<string, Bucket>()
+  const learnt = new Map<string, LearntLimits>()
   let nextId = 0
   const bucketOf = (name: string): Bucket => {
     let bucket = buckets.get(name)
@@ -402,7 +447,9 @@ export const makeMemory = (): LimiterStore.Infallible => {
           Deferred.await(signal),
           Effect.sync(() => bucket.released.get(waiter) === signal && bucket.released.delete(waiter))
         )
-      })
+      }),
+    learnt: (name) => Effect.sync(() => learnt.get(name)),
+    keepLearnt: (name, limits) => Effect.sync(() => void learnt.set(name, limits))
   }
 }
 
@@ -413,6 +460,8 @@ export const makeMemory = (): LimiterStore.Infallible => {
  * ```ts
  * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
  * import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
  *
  * // what `RateLimiter.layer` is made of: the memory store (one process) and the default estimator
  * export const LimiterLive: Layer.Layer<RateLimiter.RateLimiter> = RateLimiter.layerWith({ tier: "basic" }).pipe(

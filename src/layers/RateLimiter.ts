@@ -39,13 +39,14 @@ import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Learning from "../internal/learning.js"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
 import { type LimiterUnavailable, RequestTooLarge } from "../schemas/Errors.js"
 import type { ModelList } from "../schemas/Models.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import { ClientConfig, type Tier } from "./ClientConfig.js"
 import * as ClientMetrics from "./ClientMetrics.js"
-import { layerMemory, LimiterStore, type Usage } from "./LimiterStore.js"
+import { layerMemory, type LearntLimits, LimiterStore, type Usage } from "./LimiterStore.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
 /**
@@ -71,8 +72,11 @@ export const tiers: Readonly<Record<Tier, Quota>> = SlidingWindowLog.tierQuotas
  * @category models
  */
 export interface Options {
-  /** The key's tier, for the preset limits (default `basic`). */
-  readonly tier?: Tier | undefined
+  /**
+   * The key's tier, for the preset limits (default `basic`); `auto` when the plan is unknown: each bucket's limits
+   * are learnt from the headers, or else from the 429s (see the README, "When you don't know your limits").
+   */
+  readonly tier?: Tier | "auto" | undefined
   /** Per-model limits over the preset (headers still win when a model sends them). */
   readonly limits?: Readonly<Record<string, Partial<Quota>>> | undefined
   /** Length of the server's window (default 60 s). */
@@ -97,6 +101,45 @@ export interface Options {
 }
 
 /**
+ * The two limits of a bucket.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Dimension = "requests" | "tokens"
+
+/**
+ * How sure the limiter is of a learnt limit: `probing` while unknown, `measured` by one 429, `confirmed` by a
+ * second measurement that agreed.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Confidence = "probing" | "measured" | "confirmed"
+
+/**
+ * Where a limit comes from: the tier's preset, the options' per-model `limits`, the server's `x-ratelimit-limit-*`
+ * headers, learnt from the server's 429s (`tier: "auto"`), or not known yet (`tier: "auto"`, probing).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type LimitSource = "preset" | "configured" | "header" | "learnt" | "unknown"
+
+/**
+ * One limit of a bucket: its value (undefined while unknown), where it comes from and, when learnt, how sure the
+ * limiter is of it (`measured` by one 429, `confirmed` by more, `probing` while unknown).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Limit {
+  readonly value: number | undefined
+  readonly source: LimitSource
+  readonly confidence?: Confidence | undefined
+}
+
+/**
  * The state of one bucket, for dashboards and progress displays.
  *
  * @since 0.1.0
@@ -107,12 +150,20 @@ export interface BucketState {
   readonly key: string
   /** The model. */
   readonly model: string
-  /** Requests per window. */
+  /** Requests per window (`Infinity` while unknown). */
   readonly limitRequests: number
-  /** Tokens per window. */
+  /** Tokens per window (`Infinity` while unknown). */
   readonly limitTokens: number
   /** Whether the limits come from the server's headers (else the preset or overrides). */
   readonly fromHeaders: boolean
+  /** The request limit, its source and, when learnt, how sure it is. */
+  readonly requests: Limit
+  /** The token limit, its source and, when learnt, how sure it is. */
+  readonly tokens: Limit
+  /** Which limit made the last caller wait, if one did. */
+  readonly binding: Dimension | undefined
+  /** While nothing is known (`tier: "auto"`): the requests allowed in flight. */
+  readonly probe: number | undefined
   /** Requests counted in the window (sent or reserved). */
   readonly usedRequests: number
   /** Tokens counted in the window. */
@@ -145,6 +196,12 @@ export interface Permit {
   readonly answered: Effect.Effect<void>
   /** The server never counted the request (connection failed, 429): the request and tokens come back. */
   readonly cancel: Effect.Effect<void>
+  /**
+   * The server refused the request with a 429: it comes back (as with `cancel`), and a limiter that learns its
+   * limits measures them. True when the limiter now paces the retry itself: it waits in `acquire` until the
+   * window frees, so the retry need not wait for the server's time first.
+   */
+  readonly throttled: Effect.Effect<boolean>
   /** The server answered with an error: the request stays counted, the tokens come back. */
   readonly refund: Effect.Effect<void>
 }
@@ -226,7 +283,17 @@ interface Bucket {
   readonly model: string
   requests: number
   tokens: number
-  fromHeaders: boolean
+  requestsSource: LimitSource
+  tokensSource: LimitSource
+  /** What was learnt (`tier: "auto"`), else undefined. */
+  learning: Learning.Learning | undefined
+  /** Whether the store was asked for the limits learnt before (once, by the first caller). */
+  recalled: boolean
+  /** With `learning`: this limiter's permits not answered yet (tokens by admission number). */
+  readonly inFlight: Map<number, number>
+  admissions: number
+  /** Which limit made the last caller wait. */
+  binding: Learning.Dimension | undefined
   marginMs: number
   blockedUntil: number
   /**
@@ -261,6 +328,13 @@ interface LineNode {
   resume: ((effect: Effect.Effect<void>) => void) | undefined
 }
 
+/** The limit of a dimension not known yet: nothing is enforced (the store takes it as a number). */
+const unlimited = Number.MAX_SAFE_INTEGER
+
+/** While nothing is known of a bucket's limits (`tier: "auto"`): its requests in flight are bounded instead. */
+const probing = (bucket: Bucket): boolean =>
+  bucket.learning !== undefined && bucket.requestsSource === "unknown" && bucket.tokensSource === "unknown"
+
 /** A bucket closed by a 429 without a wait reopens after this long. */
 const defaultBlockMs = 1000
 /**
@@ -284,7 +358,8 @@ export const make = (
     const estimator = yield* TokenEstimator.TokenEstimator
     const windowMs = Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1)))
     const baseMarginMs = Duration.toMillis(Duration.decode(options.margin ?? Duration.millis(200)))
-    const preset = tiers[options.tier ?? "basic"]
+    const auto = options.tier === "auto"
+    const preset = options.tier === "auto" ? undefined : tiers[options.tier ?? "basic"]
     // Stryker disable next-line StringLiteral: every mode but "actual" keeps the reservation, so the default's name is never compared
     const reconcileMode = options.reconcile ?? "keep"
     const maxOutput = new Map<string, number>(Object.entries(options.maxOutputTokens ?? {}))
@@ -299,13 +374,21 @@ export const make = (
       let bucket = buckets.get(id)
       if (bucket === undefined) {
         const override = options.limits?.[model]
+        const sourceOf = (configured: number | undefined): LimitSource =>
+          configured !== undefined ? "configured" : preset === undefined ? "unknown" : "preset"
         bucket = {
           id,
           key,
           model,
-          requests: override?.rpm ?? preset.rpm,
-          tokens: override?.tpm ?? preset.tpm,
-          fromHeaders: false,
+          requests: override?.rpm ?? preset?.rpm ?? unlimited,
+          tokens: override?.tpm ?? preset?.tpm ?? unlimited,
+          requestsSource: sourceOf(override?.rpm),
+          tokensSource: sourceOf(override?.tpm),
+          learning: auto ? Learning.initial(0) : undefined,
+          recalled: !auto,
+          inFlight: new Map(),
+          admissions: 0,
+          binding: undefined,
           marginMs: baseMarginMs,
           blockedUntil: 0,
           queuedUntil: 0,
@@ -335,15 +418,30 @@ export const make = (
       bucket.widenedAt += calmWindows * windowMs
     }
 
+    const limitOf = (bucket: Bucket, dimension: Learning.Dimension): Limit => {
+      const source = dimension === "requests" ? bucket.requestsSource : bucket.tokensSource
+      if (source === "unknown") return { value: undefined, source, confidence: "probing" }
+      const value = dimension === "requests" ? bucket.requests : bucket.tokens
+      return source === "learnt" && bucket.learning !== undefined
+        ? { value, source, confidence: Learning.confidence(bucket.learning[dimension]) }
+        : { value, source }
+    }
+
     const stateOf = (bucket: Bucket, now: number): BucketState => {
       settleMargin(bucket, now)
       const { usage } = bucket
+      const requests = limitOf(bucket, "requests")
+      const tokens = limitOf(bucket, "tokens")
       return {
         key: bucket.key,
         model: bucket.model,
-        limitRequests: bucket.requests,
-        limitTokens: bucket.tokens,
-        fromHeaders: bucket.fromHeaders,
+        limitRequests: requests.value ?? Number.POSITIVE_INFINITY,
+        limitTokens: tokens.value ?? Number.POSITIVE_INFINITY,
+        fromHeaders: requests.source === "header" || tokens.source === "header",
+        requests,
+        tokens,
+        binding: bucket.binding,
+        probe: probing(bucket) ? Math.floor(bucket.learning!.probe) : undefined,
         usedRequests: usage.requests,
         usedTokens: usage.tokens,
         nextResetMs: Math.max(0, usage.nextExpiryMs - (now - bucket.usageAt)),
@@ -375,9 +473,14 @@ export const make = (
      * A permit's settlement with the store: when the store cannot answer, the request is not failed for it
      * (it has been sent): the entry leaves the window on its own.
      */
-    const settle = (bucket: Bucket, operation: Effect.Effect<Usage, LimiterUnavailable>) =>
+    const settle = (
+      bucket: Bucket,
+      operation: Effect.Effect<Usage, LimiterUnavailable>,
+      then?: (usage: Usage) => Effect.Effect<void>
+    ) =>
       operation.pipe(
-        Effect.flatMap(noted(bucket)),
+        Effect.tap(noted(bucket)),
+        Effect.flatMap((usage) => then === undefined ? Effect.void : then(usage)),
         Effect.catchAll((error) => Effect.logWarning(`aifs: limiter store: ${error.message}`))
       )
 
@@ -428,24 +531,144 @@ export const make = (
           : Effect.zipRight(Deferred.succeed(wake, undefined), publish(bucket))
       })
 
-    const permit = (bucket: Bucket, id: number, tokens: number): Permit => ({
-      tokens,
-      reconcile: (actual) =>
-        actual > tokens
-          ? Effect.zipRight(settle(bucket, store.adjust(bucket.id, id, actual, windowOf(bucket))), publish(bucket))
-          : reconcileMode === "actual" && actual < tokens
-          ? Effect.zipRight(settle(bucket, store.adjust(bucket.id, id, actual, windowOf(bucket))), released(bucket))
-          : Effect.void,
-      answered: settle(bucket, Effect.suspend(() => store.restamp(bucket.id, id, windowOf(bucket)))),
-      cancel: Effect.zipRight(
-        settle(bucket, Effect.suspend(() => store.remove(bucket.id, id, windowOf(bucket)))),
-        released(bucket)
-      ),
-      refund: Effect.zipRight(
-        settle(bucket, Effect.suspend(() => store.adjust(bucket.id, id, 0, windowOf(bucket)))),
-        released(bucket)
-      )
+    /** Sets the limits that are learnt (not preset, configured or from headers) from what was learnt; true if one changed. */
+    const applyLearnt = (bucket: Bucket): boolean => {
+      const learning = bucket.learning!
+      const before = { requests: bucket.requests, tokens: bucket.tokens }
+      if (bucket.requestsSource === "unknown" || bucket.requestsSource === "learnt") {
+        bucket.requests = learning.requests.limit ?? unlimited
+        bucket.requestsSource = learning.requests.limit === undefined ? "unknown" : "learnt"
+      }
+      if (bucket.tokensSource === "unknown" || bucket.tokensSource === "learnt") {
+        bucket.tokens = learning.tokens.limit ?? unlimited
+        bucket.tokensSource = learning.tokens.limit === undefined ? "unknown" : "learnt"
+      }
+      return bucket.requests !== before.requests || bucket.tokens !== before.tokens
+    }
+
+    /** What a bucket learnt, as the store keeps it. */
+    const learntOf = (bucket: Bucket): LearntLimits => ({
+      ...(bucket.requestsSource === "learnt" ? { requests: bucket.requests } : {}),
+      ...(bucket.tokensSource === "learnt" ? { tokens: bucket.tokens } : {})
     })
+
+    /** Takes `next` as what the bucket learnt: new limits are kept in the store and may let the head go. */
+    const relearn = (bucket: Bucket, next: Learning.Learning) =>
+      Effect.suspend(() => {
+        bucket.learning = next
+        if (!applyLearnt(bucket)) return publish(bucket)
+        return Effect.zipRight(
+          store.keepLearnt(bucket.id, learntOf(bucket)).pipe(
+            Effect.catchAll((error) => Effect.logWarning(`aifs: limiter store: ${error.message}`))
+          ),
+          released(bucket)
+        )
+      })
+
+    /** The limits learnt before (by another process on the store, or an earlier run), once per bucket. */
+    const recall = (bucket: Bucket) =>
+      Effect.suspend(() => {
+        if (bucket.recalled) return Effect.void
+        bucket.recalled = true
+        return Effect.flatMap(Effect.orElseSucceed(store.learnt(bucket.id), () => undefined), (learnt) =>
+          Effect.clockWith((clock) => {
+            if (learnt === undefined || bucket.learning === undefined) return Effect.void
+            bucket.learning = Learning.resumed(clock.unsafeCurrentTimeMillis(), learnt)
+            applyLearnt(bucket)
+            return publish(bucket)
+          }))
+      })
+
+    /** A request answered while the store counted `usage`: the window held at least what was not in flight. */
+    const observe = (bucket: Bucket) => (usage: Usage) =>
+      Effect.sync(() => {
+        const count = { requests: usage.requests - bucket.inFlight.size, tokens: usage.tokens }
+        for (const tokens of bucket.inFlight.values()) {
+          count.tokens -= tokens
+        }
+        bucket.learning = Learning.answered(Learning.held(bucket.learning!, count))
+      })
+
+    /**
+     * The server refused the request admitted as `seq` while the store counted `usage` (without it): the window
+     * held that, less the requests sent after this one.
+     */
+    const measure = (bucket: Bucket, seq: number, tokens: number, generation: number) => (usage: Usage) =>
+      Effect.clockWith((clock) => {
+        let requests = usage.requests
+        let spent = usage.tokens
+        for (const [other, otherTokens] of bucket.inFlight) {
+          if (other > seq) {
+            requests--
+            spent -= otherTokens
+          }
+        }
+        const count = { requests: Math.max(0, requests), tokens: Math.max(0, spent) }
+        const now = clock.unsafeCurrentTimeMillis()
+        return relearn(bucket, Learning.refused(bucket.learning!, count, tokens, generation, now))
+      })
+
+    /** Whether the limiter paces a bucket's retries itself: it learnt one of its limits. */
+    const paces = (bucket: Bucket) =>
+      bucket.learning !== undefined && (bucket.requestsSource === "learnt" || bucket.tokensSource === "learnt")
+
+    const permit = (bucket: Bucket, id: number, tokens: number): Permit => {
+      const seq = ++bucket.admissions
+      const generation = bucket.learning?.generation ?? 0
+      if (bucket.learning !== undefined) {
+        bucket.inFlight.set(seq, tokens)
+      }
+      const cancel = Effect.zipRight(
+        settle(
+          bucket,
+          Effect.suspend(() =>
+            store.remove(bucket.id, id, windowOf(bucket))
+          )
+        ),
+        Effect.suspend(() => {
+          bucket.inFlight.delete(seq)
+          return released(bucket)
+        })
+      )
+      return {
+        tokens,
+        reconcile: (actual) =>
+          actual > tokens
+            ? Effect.zipRight(settle(bucket, store.adjust(bucket.id, id, actual, windowOf(bucket))), publish(bucket))
+            : reconcileMode === "actual" && actual < tokens
+            ? Effect.zipRight(settle(bucket, store.adjust(bucket.id, id, actual, windowOf(bucket))), released(bucket))
+            : Effect.void,
+        answered: Effect.suspend(() => {
+          const restamp = Effect.suspend(() => store.restamp(bucket.id, id, windowOf(bucket)))
+          if (!bucket.inFlight.delete(seq)) return settle(bucket, restamp)
+          // while probing, the place in flight it leaves lets the head go
+          return Effect.zipRight(
+            settle(bucket, restamp, observe(bucket)),
+            probing(bucket) ? released(bucket) : Effect.void
+          )
+        }),
+        cancel,
+        throttled: Effect.suspend(() => {
+          if (bucket.learning === undefined || !bucket.inFlight.has(seq)) return Effect.as(cancel, false)
+          return settle(
+            bucket,
+            Effect.suspend(() => store.remove(bucket.id, id, windowOf(bucket))),
+            (usage) => {
+              bucket.inFlight.delete(seq)
+              return measure(bucket, seq, tokens, generation)(usage)
+            }
+          ).pipe(
+            Effect.zipRight(Effect.sync(() => bucket.inFlight.delete(seq))),
+            Effect.zipRight(released(bucket)),
+            Effect.zipRight(Effect.sync(() => paces(bucket)))
+          )
+        }),
+        refund: Effect.zipRight(
+          settle(bucket, Effect.suspend(() => store.adjust(bucket.id, id, 0, windowOf(bucket)))),
+          released(bucket)
+        )
+      }
+    }
 
     /**
      * The line of a bucket: the caller whose turn it is runs the admission loop in its own fiber; everyone
@@ -474,6 +697,25 @@ export const make = (
       bucket.busy = false
     }
 
+    /**
+     * A caller must wait while the window holds `usage`: notes which limit binds, and, for a learnt one, whether
+     * calm windows at it call for a raise (true: the limits changed, look again).
+     */
+    const waitsOn = (bucket: Bucket, usage: Usage, tokens: number, now: number) =>
+      Effect.suspend(() => {
+        const binding: Learning.Dimension | undefined = usage.requests + 1 > bucket.requests
+          ? "requests"
+          : usage.tokens + tokens > bucket.tokens
+          ? "tokens"
+          : undefined
+        if (binding === undefined) return Effect.succeed(false)
+        bucket.binding = binding
+        const source = binding === "requests" ? bucket.requestsSource : bucket.tokensSource
+        if (bucket.learning === undefined || source !== "learnt") return Effect.succeed(false)
+        const next = Learning.calm(bucket.learning, binding, now, windowMs)
+        return next === bucket.learning ? Effect.succeed(false) : Effect.as(relearn(bucket, next), true)
+      })
+
     const acquire: RateLimiter.Service["acquire"] = (request, onGranted) => {
       const bucket = bucketOf(request.key, request.model)
       if (request.tokens > bucket.tokens) return Effect.fail(tooLarge(bucket, request.tokens))
@@ -482,6 +724,7 @@ export const make = (
       // interruption can still land as `acquire` returns into an interruptible caller)
       const admit = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>, arrived: number) => {
         return Effect.gen(function*() {
+          yield* recall(bucket)
           yield* publish(bucket)
           while (true) {
             if (request.tokens > bucket.tokens) return yield* Effect.fail(tooLarge(bucket, request.tokens))
@@ -495,6 +738,9 @@ export const make = (
               ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
               : queuedUntil > now
               ? { _tag: "Wait" as const, waitMs: queuedUntil - now }
+              // probing: woken when a request in flight lands (the window's length bounds a wake-up lost)
+              : probing(bucket) && bucket.inFlight.size >= Math.floor(bucket.learning!.probe)
+              ? { _tag: "Wait" as const, waitMs: windowMs }
               : yield* store.reserve(bucket.id, request.tokens, limitsOf(bucket), waiter, bucket.waiting > 1)
             if (reservation._tag === "TooLarge") bucket.placeInStore = false
             if (reservation._tag !== "TooLarge" && "usage" in reservation) {
@@ -512,6 +758,7 @@ export const make = (
               return granted
             }
             if (reservation._tag === "TooLarge") return yield* Effect.fail(tooLarge(bucket, request.tokens))
+            if ("usage" in reservation && (yield* waitsOn(bucket, reservation.usage, request.tokens, now))) continue
             if (bucket.releases !== releases) continue
             // until the window frees enough, or sooner when a reservation shrinks or comes back
             const wake = yield* Deferred.make<void>()
@@ -591,11 +838,11 @@ export const make = (
         const before = { requests: bucket.requests, tokens: bucket.tokens }
         if (info.limitRequests !== undefined && info.limitRequests > 0) {
           bucket.requests = info.limitRequests
-          bucket.fromHeaders = true
+          bucket.requestsSource = "header"
         }
         if (info.limitTokens !== undefined && info.limitTokens > 0) {
           bucket.tokens = info.limitTokens
-          bucket.fromHeaders = true
+          bucket.tokensSource = "header"
         }
         const limitsChanged = bucket.requests !== before.requests || bucket.tokens !== before.tokens
         settleMargin(bucket, now)
@@ -797,6 +1044,7 @@ const noPermit: Permit = {
   reconcile: () => Effect.void,
   answered: Effect.void,
   cancel: Effect.void,
+  throttled: Effect.succeed(false),
   refund: Effect.void
 }
 

@@ -343,7 +343,10 @@ export const layerEmulator = (
 const customLimits = (options: LayerEmulatorOptions): Record<string, Partial<RateLimiter.Quota>> | undefined => {
   const tier = options.tier ?? "standard4000"
   const quota = options.tiers?.[tier]
-  if (quota === undefined) return undefined
+  // a client that learns its limits is told none
+  const auto = options.client?.tier === "auto" ||
+    (options.rateLimiter !== false && options.rateLimiter?.tier === "auto")
+  if (quota === undefined || auto) return undefined
   return Object.fromEntries(Emulator.models.map((model) => [model, { rpm: quota.rpm, tpm: quota.tpm }]))
 }
 
