@@ -20,8 +20,14 @@ export interface Estimate {
   readonly limit: number | undefined
   /** The most a window held without a 429: the real limit is at least this. */
   readonly atLeast: number
-  /** How often the limit was confirmed: a 429 that measured it again, a calm window at it after a raise. */
+  /** How often the limit was confirmed: a 429 that measured it again. */
   readonly confirmations: number
+  /**
+   * The most the window held by the successes of requests that were in flight when the limit last changed: they
+   * can reach the server in another order than they were sent, so a refusal's count can miss some that the server
+   * had taken. The limit set by that change is at least this.
+   */
+  readonly settled: number
 }
 
 /** What a bucket has learnt. */
@@ -59,7 +65,7 @@ export const maxPatience = 24
 /** The first step of a raise, as a share of the limit. */
 const stepShare = 0.02
 
-const unknown: Estimate = { limit: undefined, atLeast: 0, confirmations: 0 }
+const unknown: Estimate = { limit: undefined, atLeast: 0, confirmations: 0, settled: 0 }
 
 /** Nothing known: the probe. */
 export const initial = (now: number): Learning => ({
@@ -81,7 +87,7 @@ export const resumed = (
 ): Learning => {
   const start = initial(now)
   const from = (limit: number | undefined): Estimate =>
-    limit === undefined ? unknown : { limit, atLeast: 0, confirmations: 1 }
+    limit === undefined ? unknown : { ...unknown, limit, confirmations: 1 }
   return { ...start, requests: from(learnt.requests), tokens: from(learnt.tokens) }
 }
 
@@ -93,9 +99,18 @@ export const known = (learning: Learning): boolean =>
 export const answered = (learning: Learning): Learning =>
   known(learning) ? learning : { ...learning, probe: learning.probe + 0.5 }
 
-/** A request succeeded while the window held `count`: the limits are at least that. */
-export const held = (learning: Learning, count: Count): Learning => {
-  const raise = (e: Estimate, n: number): Estimate => (n > e.atLeast ? { ...e, atLeast: n } : e)
+/**
+ * A request admitted at `generation` succeeded while the window held `count`: the limits are at least that. One
+ * that was in flight when the limits last changed lifts a limit that change set lower.
+ */
+export const held = (learning: Learning, count: Count, generation: number): Learning => {
+  const settling = generation < learning.generation
+  const raise = (e: Estimate, n: number): Estimate => {
+    if (n <= e.atLeast && !(settling && n > e.settled)) return e
+    const settled = settling ? Math.max(e.settled, n) : e.settled
+    const limit = e.limit === undefined ? undefined : Math.max(e.limit, settled)
+    return { ...e, atLeast: Math.max(e.atLeast, n), settled, limit }
+  }
   const requests = raise(learning.requests, count.requests)
   const tokens = raise(learning.tokens, count.tokens)
   return requests === learning.requests && tokens === learning.tokens ? learning : { ...learning, requests, tokens }
@@ -113,11 +128,17 @@ export const explains = (
   return requests || byTokens ? { requests, tokens: byTokens } : { requests: true, tokens: true }
 }
 
-/** A measurement of `value`: the limit, unless the estimate is lower; a measurement near the estimate confirms it. */
-const measured = (e: Estimate, value: number): Estimate => {
-  const limit = Math.max(1, e.limit === undefined ? value : Math.min(e.limit, value))
+/**
+ * A measurement of `value`: the limit, unless the estimate is lower; a measurement near the estimate confirms it.
+ * A refusal under the estimate itself (`current`) shows it too high even when the counts do not (they are the
+ * client's estimates of what the server counts): it comes down by at least the refused request (`request`).
+ */
+const measured = (e: Estimate, value: number, current: boolean, request: number): Estimate => {
+  const cap = e.limit === undefined ? value : Math.min(value, current ? e.limit - request : e.limit)
+  // a refusal of a request in flight at the last change: never below what requests in flight with it showed
+  const limit = Math.max(1, current ? cap : Math.max(cap, e.settled))
   const again = e.limit !== undefined && Math.abs(e.limit - limit) <= e.limit * 0.02
-  return { ...e, limit, confirmations: again ? e.confirmations + 1 : 1 }
+  return { ...e, limit, confirmations: again ? e.confirmations + 1 : 1, settled: current ? 0 : e.settled }
 }
 
 /**
@@ -136,9 +157,12 @@ export const refused = (
 ): Learning => {
   if (count.requests === 0) return learning
   const which = explains(learning, count, tokens)
-  const requests = which.requests ? measured(learning.requests, count.requests) : learning.requests
-  const byTokens = which.tokens ? measured(learning.tokens, count.tokens + tokens - 1) : learning.tokens
-  if (generation < learning.generation) return { ...learning, requests, tokens: byTokens }
+  const current = generation >= learning.generation
+  const requests = which.requests ? measured(learning.requests, count.requests, current, 1) : learning.requests
+  const byTokens = which.tokens
+    ? measured(learning.tokens, count.tokens + tokens - 1, current, tokens)
+    : learning.tokens
+  if (!current) return { ...learning, requests, tokens: byTokens }
   const backoff = learning.trying === undefined ? learning.backoff : Math.min(maxPatience, learning.backoff * 2)
   return {
     ...learning,
@@ -164,9 +188,12 @@ export const calm = (learning: Learning, binding: Dimension, now: number, window
   const step = { ...learning.step }
   if (learning.trying !== undefined) step[learning.trying] = step[learning.trying] * 2
   if (step[binding] === 0) step[binding] = Math.max(1, Math.ceil(estimate.limit * stepShare))
+  const settled = (e: Estimate): Estimate => ({ ...e, settled: 0 })
   return {
     ...learning,
-    [binding]: { ...estimate, limit: estimate.limit + step[binding], confirmations: 0 },
+    requests: settled(learning.requests),
+    tokens: settled(learning.tokens),
+    [binding]: { ...estimate, limit: estimate.limit + step[binding], confirmations: 0, settled: 0 },
     since: now,
     patience: 1,
     step,

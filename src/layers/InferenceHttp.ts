@@ -392,7 +392,7 @@ export const make: Effect.Effect<
           }),
           Effect.tap(([, meta]) =>
             Effect.zipRight(
-              settling(permit === undefined ? Effect.void : permit.answered),
+              settling(permit === undefined ? Effect.void : permit.succeeded),
               learn(meta.rateLimit, meta.status)
             )
           ),

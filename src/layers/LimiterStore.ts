@@ -35,6 +35,9 @@
  *
  * @since 0.1.0
  */
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -473,3 +476,118 @@ import * as Schema from "effect/Schema"
  * @category layers
  */
 export const layerMemory: Layer.Layer<LimiterStore> = Layer.sync(LimiterStore, makeMemory)
+
+const CachedModel = Schema.Struct({
+  requests: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  tokens: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  /** When it was learnt, in epoch milliseconds. */
+  learntAt: Schema.Number
+})
+
+const CacheFile = Schema.parseJson(Schema.Struct({
+  version: Schema.Literal(1),
+  models: Schema.Record({ key: Schema.String, value: CachedModel })
+}))
+
+type CacheFile = typeof CacheFile.Type
+
+/**
+ * The memory store, with the limits it learns kept in a small file per key in `directory` (`limits-<fingerprint>.json`,
+ * named by the key's fingerprint, never the key), so that the next run starts from them. Limits older than the
+ * store's lifetime (30 days) are not used; a file that cannot be read as such limits is ignored with one warning
+ * (and replaced when something new is learnt); a file that cannot be written costs one warning, never a request.
+ *
+ * @example
+ * ```ts
+ * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
+ * import * as NodeContext from "@effect/platform-node/NodeContext"
+ * import * as Layer from "effect/Layer"
+ *
+ * // limits learnt on a key whose plan is unknown (tier "auto"), kept for the next run in a directory of your own
+ * export const LimiterLive: Layer.Layer<RateLimiter.RateLimiter> = RateLimiter.layerWith({ tier: "auto" }).pipe(
+ *   Layer.provide(Layer.merge(LimiterStore.layerMemoryCached("/var/cache/my-app"), TokenEstimator.layer)),
+ *   Layer.provide(NodeContext.layer)
+ * )
+ * ```
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layerMemoryCached = (
+  directory: string
+): Layer.Layer<LimiterStore, never, FileSystem.FileSystem | Path.Path> =>
+  Layer.effect(
+    LimiterStore,
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const memory = makeMemory()
+      const files = new Map<string, CacheFile["models"]>()
+      const writing = yield* Effect.makeSemaphore(1)
+      const warned = new Set<string>()
+      const warnOnce = (file: string, what: string) =>
+        Effect.suspend(() => {
+          if (warned.has(file)) return Effect.void
+          warned.add(file)
+          return Effect.logWarning(`aifs: learnt limits: ${what}`)
+        })
+      /** The bucket's key (a fingerprint) and model, and the key's file. */
+      const where = (bucket: string) => {
+        const cut = bucket.indexOf("\u0000")
+        const key = bucket.slice(0, cut)
+        const name = `limits-${key.replace(/[^A-Za-z0-9_-]/g, "")}.json`
+        return { key, model: bucket.slice(cut + 1), file: path.join(directory, name) }
+      }
+      /** The key's file, read once: missing is empty; unreadable or not such limits is empty, with a warning. */
+      const load = (file: string): Effect.Effect<CacheFile["models"]> =>
+        Effect.suspend(() => {
+          const cached = files.get(file)
+          if (cached !== undefined) return Effect.succeed(cached)
+          return fs.readFileString(file).pipe(
+            Effect.flatMap(Schema.decode(CacheFile)),
+            Effect.map((content) => content.models),
+            Effect.catchAll((error) =>
+              error._tag === "SystemError" && error.reason === "NotFound"
+                ? Effect.succeed<CacheFile["models"]>({})
+                : Effect.as(warnOnce(file, `ignoring ${file}: it is not a file of learnt limits`), {})
+            ),
+            Effect.tap((models) => Effect.sync(() => files.set(file, models)))
+          )
+        })
+      const learnt = (bucket: string) =>
+        Effect.gen(function*() {
+          const known = yield* memory.learnt(bucket)
+          if (known !== undefined) return known
+          const { file, model } = where(bucket)
+          const entry = (yield* load(file))[model]
+          const now = yield* Clock.currentTimeMillis
+          if (entry === undefined || now - entry.learntAt > learntLifetimeSeconds * 1000) return undefined
+          const limits = { requests: entry.requests, tokens: entry.tokens }
+          yield* memory.keepLearnt(bucket, limits)
+          return limits
+        })
+      const keepLearnt = (bucket: string, limits: LearntLimits) =>
+        Effect.gen(function*() {
+          yield* memory.keepLearnt(bucket, limits)
+          const { file, model } = where(bucket)
+          const learntAt = yield* Clock.currentTimeMillis
+          const models = { ...(yield* load(file)), [model]: { ...limits, learntAt } }
+          files.set(file, models)
+          const text = JSON.stringify({ version: 1, models } satisfies CacheFile, null, 2)
+          // a whole file or none: written aside, then renamed over the old one
+          const aside = `${file}.${crypto.randomUUID()}.tmp`
+          yield* fs.makeDirectory(directory, { recursive: true }).pipe(
+            Effect.zipRight(fs.writeFileString(aside, text)),
+            Effect.zipRight(fs.rename(aside, file)),
+            Effect.catchAll((error) =>
+              Effect.zipRight(
+                Effect.ignore(fs.remove(aside)),
+                warnOnce(`${file} (write)`, `cannot keep them in ${file}: ${error.message}`)
+              )
+            ),
+            writing.withPermits(1)
+          )
+        })
+      return { ...memory, learnt, keepLearnt } satisfies LimiterStore.Infallible
+    })
+  )

@@ -23,7 +23,9 @@
  *
  * @since 0.1.0
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as NodePath from "@effect/platform-node/NodePath"
 import * as Undici from "@effect/platform-node/Undici"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as Config from "effect/Config"
@@ -34,6 +36,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import { homedir } from "node:os"
 import * as RedisLimiterStore from "../redis.js"
 import type { GatewayHttpClient } from "../services/gateway/GatewayHttpClient.js"
 import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
@@ -129,8 +132,9 @@ const withClientConfig = <E>(
 
 /**
  * The limiter's environment: `AIFS_LIMITER_REDIS_URL` (a Redis server shared by every process on the key; unset or
- * empty: this process's memory), `AIFS_LIMITER_REDIS_PREFIX` (default `aifs`) and `AIFS_LIMITER_WINDOW` (the
- * server's window, default a minute).
+ * empty: this process's memory), `AIFS_LIMITER_REDIS_PREFIX` (default `aifs`), `AIFS_LIMITER_WINDOW` (the
+ * server's window, default a minute) and `AIFS_CACHE_DIR` (where limits learnt without Redis are kept between runs,
+ * with `AIFS_TIER=auto`: default `$XDG_CACHE_HOME/effect-aifs`, else `~/.cache/effect-aifs`; empty: not kept).
  *
  * @since 0.2.0
  * @category config
@@ -140,7 +144,17 @@ export const limiterFromEnv = Config.all({
     Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
   ),
   redisPrefix: Config.string("AIFS_LIMITER_REDIS_PREFIX").pipe(Config.withDefault("aifs")),
-  window: Config.option(ClientConfig.positiveDuration("AIFS_LIMITER_WINDOW"))
+  window: Config.option(ClientConfig.positiveDuration("AIFS_LIMITER_WINDOW")),
+  cacheDir: Config.option(Config.string("AIFS_CACHE_DIR")).pipe(
+    Config.zipWith(
+      Config.option(Config.string("XDG_CACHE_HOME")),
+      (own, xdg) =>
+        Option.getOrElse(
+          own,
+          () => `${Option.getOrElse(Option.filter(xdg, (dir) => dir !== ""), () => `${homedir()}/.cache`)}/effect-aifs`
+        )
+    )
+  )
 })
 
 /**
@@ -155,7 +169,12 @@ const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.Confi
       ...options.rateLimiter
     }
     const store = Option.match(env.redisUrl, {
-      onNone: () => LimiterStore.layerMemory,
+      onNone: () =>
+        env.cacheDir.trim() === ""
+          ? LimiterStore.layerMemory
+          : LimiterStore.layerMemoryCached(env.cacheDir).pipe(
+            Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer))
+          ),
       onSome: (url) =>
         RedisLimiterStore.layer(url, { prefix: env.redisPrefix }).pipe(
           Layer.mapError((error) => ConfigError.InvalidData(["AIFS_LIMITER_REDIS_URL"], error.message))

@@ -194,6 +194,8 @@ export interface Permit {
    * request (it counts arrival, which may be well after the request left this process).
    */
   readonly answered: Effect.Effect<void>
+  /** The server answered with success: as `answered`, and a limiter that learns its limits takes it as evidence. */
+  readonly succeeded: Effect.Effect<void>
   /** The server never counted the request (connection failed, 429): the request and tokens come back. */
   readonly cancel: Effect.Effect<void>
   /**
@@ -579,15 +581,18 @@ export const make = (
           }))
       })
 
-    /** A request answered while the store counted `usage`: the window held at least what was not in flight. */
-    const observe = (bucket: Bucket) => (usage: Usage) =>
-      Effect.sync(() => {
-        const count = { requests: usage.requests - bucket.inFlight.size, tokens: usage.tokens }
-        for (const tokens of bucket.inFlight.values()) {
-          count.tokens -= tokens
-        }
-        bucket.learning = Learning.answered(Learning.held(bucket.learning!, count))
-      })
+    /**
+     * A request admitted at `generation` answered while the store counted `usage`: the window held at least what
+     * was not in flight (a success lifts a limit measured too low, see `Learning.held`).
+     */
+    const observe = (bucket: Bucket, generation: number, succeeded: boolean) => (usage: Usage) => {
+      const count = { requests: usage.requests - bucket.inFlight.size, tokens: usage.tokens }
+      for (const tokens of bucket.inFlight.values()) {
+        count.tokens -= tokens
+      }
+      const answered = Learning.answered(bucket.learning!)
+      return relearn(bucket, succeeded ? Learning.held(answered, count, generation) : answered)
+    }
 
     /**
      * The server refused the request admitted as `seq` while the store counted `usage` (without it): the window
@@ -630,6 +635,16 @@ export const make = (
           return released(bucket)
         })
       )
+      const answeredWith = (succeeded: boolean) =>
+        Effect.suspend(() => {
+          const restamp = Effect.suspend(() => store.restamp(bucket.id, id, windowOf(bucket)))
+          if (!bucket.inFlight.delete(seq)) return settle(bucket, restamp)
+          // while probing, the place in flight it leaves lets the head go
+          return Effect.zipRight(
+            settle(bucket, restamp, observe(bucket, generation, succeeded)),
+            probing(bucket) ? released(bucket) : Effect.void
+          )
+        })
       return {
         tokens,
         reconcile: (actual) =>
@@ -638,15 +653,8 @@ export const make = (
             : reconcileMode === "actual" && actual < tokens
             ? Effect.zipRight(settle(bucket, store.adjust(bucket.id, id, actual, windowOf(bucket))), released(bucket))
             : Effect.void,
-        answered: Effect.suspend(() => {
-          const restamp = Effect.suspend(() => store.restamp(bucket.id, id, windowOf(bucket)))
-          if (!bucket.inFlight.delete(seq)) return settle(bucket, restamp)
-          // while probing, the place in flight it leaves lets the head go
-          return Effect.zipRight(
-            settle(bucket, restamp, observe(bucket)),
-            probing(bucket) ? released(bucket) : Effect.void
-          )
-        }),
+        answered: answeredWith(false),
+        succeeded: answeredWith(true),
         cancel,
         throttled: Effect.suspend(() => {
           if (bucket.learning === undefined || !bucket.inFlight.has(seq)) return Effect.as(cancel, false)
@@ -1043,6 +1051,7 @@ const noPermit: Permit = {
   tokens: 0,
   reconcile: () => Effect.void,
   answered: Effect.void,
+  succeeded: Effect.void,
   cancel: Effect.void,
   throttled: Effect.succeed(false),
   refund: Effect.void

@@ -1,16 +1,30 @@
-import { assert, describe, it } from "@effect/vitest"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { assert, describe, inject, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as TestServices from "effect/TestServices"
 import * as Emulator from "../../src/emulator/Emulator.js"
+import * as ClientConfig from "../../src/layers/ClientConfig.js"
+import * as Inference from "../../src/layers/Inference.js"
+import * as LimiterStore from "../../src/layers/LimiterStore.js"
+import * as Node from "../../src/layers/Node.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as Testing from "../../src/layers/Testing.js"
+import * as RedisLimiterStore from "../../src/redis.js"
 import * as Chat from "../../src/services/Chat.js"
 import { ask } from "../helpers/emulator.js"
+import { tempDir } from "../helpers/tempDir.js"
+
+const redisUrl = inject("redisUrl")
 
 const windowMs = 6_000
 const llama = "Llama-3.3-70B-Instruct"
@@ -50,14 +64,14 @@ const quiet = Effect.gen(function*() {
  * whenever the system is quiet, for at most `maxSteps` moves. Returns the clock's time at each 429 the emulator
  * answered, counted at each step.
  */
-const drive = (requests: number, concurrency: number, model = llama, maxSteps = 3_000) =>
+const drive = (requests: number, concurrency: number, model = llama, maxSteps = 3_000, words = 2) =>
   Effect.gen(function*() {
     const chat = yield* Chat.Chat
     const emulator = yield* Emulator.Emulator
     const refusals: Array<number> = []
     const fiber = yield* Effect.fork(Effect.forEach(
       Array.from({ length: requests }, (_, i) => i),
-      (i) => chat.create(ask(model, `question ${i}`, { max_tokens: 10 })),
+      (i) => chat.create(ask(model, `question ${i}${" word".repeat(words - 2)}`, { max_tokens: 10 })),
       { concurrency, discard: true }
     ))
     let refused = (yield* emulator.stats).rateLimited
@@ -99,4 +113,185 @@ describe("tier auto: limits learnt from the server", () => {
       // 60 requests at 9 a window: 6 windows and a bit, nothing lost to the learning
       assert.isAtMost((yield* Clock.currentTimeMillis) - start, 7 * windowMs)
     }).pipe(Effect.provide(emulatorWithKey(9))))
+})
+
+describe("tier auto: limits that change, models apart, headers", () => {
+  it.effect("a limit raised mid-run is found within a bounded number of windows", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      yield* drive(30, 8)
+      assert.strictEqual((yield* bucketOf(llama))?.requests.value, 9)
+      yield* emulator.setQuota("custom", { rpm: 40, tpm: 10_000_000 })
+      const start = yield* Clock.currentTimeMillis
+      // 3 calm windows, then raises of 1, 2, 4, 8, 16 requests, each after a window that held
+      const refusals = yield* drive(400, 16)
+      const learnt = (yield* bucketOf(llama))?.requests.value ?? 0
+      assert.isTrue(learnt >= 36 && learnt <= 40, `learnt ${learnt}`)
+      // the 400 requests took at most 4 windows more than the raised quota's ideal
+      const ideal = (400 / 40) * windowMs
+      assert.isAtMost((yield* Clock.currentTimeMillis) - start, ideal + 12 * windowMs)
+      // one raise went past the new limit: its 429s are the requests of that step
+      assert.isAtMost(refusals.length, 16)
+    }).pipe(Effect.provide(emulatorWithKey(9))))
+
+  it.effect("a limit lowered mid-run costs a bounded number of 429s and is learnt at the next one", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      yield* drive(30, 8)
+      assert.strictEqual((yield* bucketOf(llama))?.requests.value, 9)
+      yield* emulator.setQuota("custom", { rpm: 4, tpm: 10_000_000 })
+      const refusals = yield* drive(40, 8)
+      // the window still held what the old limit let through: the first 429s measure it draining, and the
+      // estimate comes down with each (the counts of a request sent and answered after the refused one can
+      // make one measurement a request too high; the next 429 under it lowers it again)
+      assert.isAtMost((yield* bucketOf(llama))?.requests.value ?? 0, 5)
+      const more = yield* drive(40, 8)
+      assert.strictEqual((yield* bucketOf(llama))?.requests.value, 4)
+      assert.isAtMost(refusals.length + more.length, 8 + 2)
+    }).pipe(Effect.provide(emulatorWithKey(9))))
+
+  it.effect("two models learn apart: a 429 on one says nothing about the other", () =>
+    Effect.gen(function*() {
+      yield* drive(30, 8)
+      yield* drive(3, 1, "gpt-oss-120b")
+      assert.strictEqual((yield* bucketOf(llama))?.requests.value, 9)
+      const other = yield* bucketOf("gpt-oss-120b")
+      assert.deepStrictEqual(other?.requests, { value: undefined, source: "unknown", confidence: "probing" })
+      // still probing: a few requests in flight, grown by the three answers
+      assert.strictEqual(other?.probe, 3)
+    }).pipe(Effect.provide(emulatorWithKey(9))))
+
+  it.effect("a model that sends headers takes its limits from them, with no 429", () =>
+    Effect.gen(function*() {
+      const refusals = yield* drive(30, 8, "gpt-4o")
+      const bucket = yield* bucketOf("gpt-4o")
+      assert.deepStrictEqual(bucket?.requests, { value: 9, source: "header" })
+      assert.isTrue(bucket?.fromHeaders)
+      assert.strictEqual(refusals.length, 0)
+    }).pipe(Effect.provide(emulatorWithKey(9))))
+
+  it.effect("when tokens bind, requests of different sizes tell: the token limit is learnt, not the request one", () =>
+    Effect.gen(function*() {
+      const chat = yield* Chat.Chat
+      // small requests first: a window holds 12 of them without a 429 (the request limit is at least 12)
+      yield* Effect.forEach(
+        Array.from({ length: 12 }, (_, i) => i),
+        (i) => chat.create(ask(llama, `small ${i}`, { max_tokens: 10 })),
+        { discard: true }
+      )
+      yield* TestClock.adjust(windowMs)
+      // then large ones (about 400 tokens): the token limit binds after a few
+      yield* drive(12, 4, llama, 3_000, 400)
+      const bucket = yield* bucketOf(llama)
+      assert.strictEqual(bucket?.tokens.source, "learnt")
+      assert.strictEqual(bucket?.requests.source, "unknown")
+      // counted as the client counts (its estimate of the prompt and the reserved max_tokens): near the server's
+      const learnt = bucket?.tokens.value ?? 0
+      assert.isTrue(learnt >= 1_600 && learnt <= 2_400, `learnt ${learnt}`)
+      assert.strictEqual(bucket?.binding, "tokens")
+      // counted in the client's estimates, a measurement can be a little high: the next 429 under it lowers it,
+      // and then it holds
+      const again = yield* drive(24, 4, llama, 3_000, 400)
+      assert.isAtMost(again.length, 1)
+      assert.strictEqual((yield* drive(12, 4, llama, 3_000, 400)).length, 0)
+    }).pipe(Effect.provide(emulatorWithKey(100, 2_000))))
+})
+
+describe("tier auto: what was learnt is kept", () => {
+  const key = Emulator.developmentKey("custom")
+  const emulator = Emulator.layer({
+    tiers: { custom: { rpm: 9, tpm: 10_000_000 } },
+    keys: [{ key, tier: "custom" }],
+    window: `${windowMs} millis`
+  })
+
+  it.scoped("without Redis, in a file per key in the cache directory: a restart starts from it, with no 429", () =>
+    Effect.gen(function*() {
+      const server = yield* Emulator.Emulator
+      const fs = yield* FileSystem.FileSystem
+      const cache = yield* tempDir("aifs-limits-")
+      // each run builds its client from the environment, as a new process would
+      const run = <A, E>(effect: Effect.Effect<A, E, Chat.Chat | RateLimiter.RateLimiter | Emulator.Emulator>) =>
+        effect.pipe(
+          Effect.provide(Node.layerFromEnvWith({ rateLimiter: { margin: 0 } })),
+          Effect.withConfigProvider(ConfigProvider.fromMap(
+            new Map([
+              ["AIFS_API_KEY", key],
+              ["AIFS_BASE_URL", server.baseUrl],
+              ["AIFS_TIER", "auto"],
+              ["AIFS_LIMITER_WINDOW", `${windowMs} millis`],
+              ["AIFS_CACHE_DIR", cache]
+            ])
+          ))
+        )
+      const first = yield* run(drive(30, 8))
+      assert.isAbove(first.length, 0)
+      const files = yield* fs.readDirectory(cache)
+      assert.deepStrictEqual(files.length, 1)
+      assert.match(files[0]!, /^limits-key[0-9a-f]{8}\.json$/)
+      const content = yield* fs.readFileString(`${cache}/${files[0]}`)
+      assert.notInclude(content, key)
+      assert.deepInclude(JSON.parse(content).models[llama], { requests: 9 })
+      yield* TestClock.adjust(windowMs)
+      const second = yield* run(Effect.gen(function*() {
+        const refusals = yield* drive(30, 8)
+        return { refusals, bucket: yield* bucketOf(llama) }
+      }))
+      assert.strictEqual(second.refusals.length, 0)
+      assert.deepStrictEqual(second.bucket?.requests.value, 9)
+      assert.strictEqual(second.bucket?.requests.source, "learnt")
+    }).pipe(Effect.provide(Layer.merge(emulator, NodeFileSystem.layer))))
+
+  it.scoped("a broken file is ignored with one warning, and replaced by what is learnt", () =>
+    Effect.gen(function*() {
+      const server = yield* Emulator.Emulator
+      const fs = yield* FileSystem.FileSystem
+      const cache = yield* tempDir("aifs-limits-")
+      const logs: Array<string> = []
+      const config = ClientConfig.layer({ apiKey: key, baseUrl: server.baseUrl, tier: "auto" })
+      const client = Inference.layerHttpLimitedWith({ window: `${windowMs} millis`, margin: 0 }).pipe(
+        Layer.provide(LimiterStore.layerMemoryCached(cache)),
+        Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer)),
+        Layer.provide(Node.httpClient),
+        Layer.provide(config)
+      )
+      // the file of this key is written by a first learning, then broken
+      yield* drive(20, 8).pipe(Effect.provide(client))
+      const [name] = yield* fs.readDirectory(cache)
+      yield* fs.writeFileString(`${cache}/${name}`, "{ not json")
+      yield* TestClock.adjust(windowMs)
+      const refusals = yield* drive(20, 8).pipe(
+        Effect.provide(client),
+        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message)))))
+      )
+      assert.isAbove(refusals.length, 0)
+      assert.strictEqual(logs.filter((line) => line.includes("is not a file of learnt limits")).length, 1)
+      // learnt again, exactly (requests sent together reach the server in any order: those that succeed after
+      // the 429 that measured the window lift a measurement that missed them)
+      const learnt = JSON.parse(yield* fs.readFileString(`${cache}/${name}`)).models[llama].requests
+      assert.strictEqual(learnt, 9)
+    }).pipe(Effect.provide(Layer.merge(emulator, NodeFileSystem.layer))))
+
+  it.scoped.skipIf(redisUrl === undefined)(
+    "with Redis, in the store: a process that starts later does not learn again",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* Emulator.Emulator
+        const prefix = `learnt-${crypto.randomUUID()}`
+        const client = Inference.layerHttpLimitedWith({ window: `${windowMs} millis`, margin: 0 }).pipe(
+          Layer.provide(RedisLimiterStore.layer(redisUrl!, { prefix, clock: "effect" })),
+          Layer.provide(Node.httpClient),
+          Layer.provide(ClientConfig.layer({ apiKey: key, baseUrl: server.baseUrl, tier: "auto" }))
+        )
+        const first = yield* drive(30, 8).pipe(Effect.provide(client))
+        assert.isAbove(first.length, 0)
+        // a second process on the store: a limiter of its own, the store's count and learnt limits
+        const second = yield* Effect.gen(function*() {
+          const refusals = yield* drive(30, 8)
+          return { refusals, bucket: yield* bucketOf(llama) }
+        }).pipe(Effect.provide(client))
+        assert.strictEqual(second.refusals.length, 0)
+        assert.strictEqual(second.bucket?.requests.value, 9)
+      }).pipe(Effect.provide(emulator))
+  )
 })

@@ -1,0 +1,185 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import * as LimiterStore from "../../src/layers/LimiterStore.js"
+import * as RateLimiter from "../../src/layers/RateLimiter.js"
+import * as TokenEstimator from "../../src/layers/TokenEstimator.js"
+import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
+
+const W = 10_000
+const ticket = (tokens = 10, model = "m") => ({ key: "key#1", model, tokens })
+
+/** A limiter with `tier: "auto"` (unless `options` say otherwise) on `store`, and the store itself. */
+const learner = (options: RateLimiter.Options = {}, store = LimiterStore.makeMemory()) =>
+  Effect.map(
+    RateLimiter.make({ tier: "auto", window: `${W} millis`, margin: 0, ...options }).pipe(
+      Effect.provide(Layer.merge(Layer.succeed(LimiterStore.LimiterStore, store), TokenEstimator.layer))
+    ),
+    (limiter) => ({ limiter, store })
+  )
+
+const bucketOf = (limiter: RateLimiter.RateLimiter.Service, model = "m") =>
+  Effect.map(limiter.snapshot, (states) => states.find((s) => s.model === model)!)
+
+/** Whether `fiber` is still running after the fibers it waits on had a few turns. */
+const stillWaiting = <A, E>(fiber: Fiber.Fiber<A, E>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+    return Option.isNone(yield* Fiber.poll(fiber))
+  })
+
+/** `n` requests admitted and answered with success. */
+const succeed = (limiter: RateLimiter.RateLimiter.Service, n: number, tokens = 10) =>
+  Effect.forEach(
+    Array.from({ length: n }),
+    () => Effect.flatMap(limiter.acquire(ticket(tokens)), (permit) => permit.succeeded),
+    { discard: true }
+  )
+
+describe("RateLimiter with tier auto", () => {
+  it.effect("starts with nothing known: no limit, probing with 2 requests in flight", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner()
+      const first = yield* limiter.acquire(ticket())
+      const second = yield* limiter.acquire(ticket())
+      const third = yield* Effect.fork(limiter.acquire(ticket()))
+      assert.isTrue(yield* stillWaiting(third))
+      const bucket = yield* bucketOf(limiter)
+      assert.deepStrictEqual(bucket.requests, { value: undefined, source: "unknown", confidence: "probing" })
+      assert.strictEqual(bucket.limitRequests, Number.POSITIVE_INFINITY)
+      assert.strictEqual(bucket.probe, 2)
+      // an answer frees its place in flight, and the probe grows
+      yield* first.succeeded
+      yield* Fiber.join(third)
+      assert.strictEqual((yield* bucketOf(limiter)).probe, 2)
+      yield* second.succeeded
+      assert.strictEqual((yield* bucketOf(limiter)).probe, 3)
+      // the third and two more make three in flight: a fourth waits
+      yield* limiter.acquire(ticket())
+      yield* limiter.acquire(ticket())
+      assert.isTrue(yield* stillWaiting(yield* Effect.fork(limiter.acquire(ticket()))))
+    }))
+
+  it.effect("a 429 measures the window: the limit is what it held, the retry is paced by the limiter", () =>
+    Effect.gen(function*() {
+      const { limiter, store } = yield* learner()
+      yield* succeed(limiter, 5)
+      const refused = yield* limiter.acquire(ticket())
+      assert.isTrue(yield* refused.throttled)
+      const bucket = yield* bucketOf(limiter)
+      assert.deepStrictEqual(bucket.requests, { value: 5, source: "learnt", confidence: "measured" })
+      assert.strictEqual(bucket.probe, undefined)
+      // kept in the store, for other processes and the next run
+      assert.deepStrictEqual(yield* store.learnt("key#1\u0000m"), { requests: 5, tokens: 59 })
+      // the retry waits in the limiter until the first entry leaves the window
+      const retry = yield* Effect.fork(limiter.acquire(ticket()))
+      assert.isTrue(yield* stillWaiting(retry))
+      yield* TestClock.adjust(W)
+      yield* Fiber.join(retry)
+    }))
+
+  it.effect("a 429 with a preset tier measures nothing: the retry policy waits as before", () =>
+    Effect.gen(function*() {
+      const { limiter, store } = yield* learner({ tier: "basic" })
+      yield* succeed(limiter, 5)
+      const refused = yield* limiter.acquire(ticket())
+      assert.isFalse(yield* refused.throttled)
+      const bucket = yield* bucketOf(limiter)
+      assert.deepStrictEqual(bucket.requests, { value: 20, source: "preset" })
+      assert.strictEqual(bucket.usedRequests, 5)
+      assert.isUndefined(yield* store.learnt("key#1\u0000m"))
+    }))
+
+  it.effect("the requests sent after the refused one are not counted in its measurement", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ limits: { m: { tpm: 1_000_000 } } })
+      yield* succeed(limiter, 4)
+      const refused = yield* limiter.acquire(ticket())
+      const later = yield* limiter.acquire(ticket())
+      assert.isTrue(yield* refused.throttled)
+      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 4)
+      // sent with it, it succeeded: the server had taken it, the window held 5
+      yield* later.succeeded
+      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 5)
+    }))
+
+  it.effect("configured limits and headers are not learnt over", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ limits: { m: { rpm: 3 } } })
+      const bucket = yield* Effect.zipRight(limiter.acquire(ticket()), bucketOf(limiter))
+      assert.deepStrictEqual(bucket.requests, { value: 3, source: "configured" })
+      assert.deepStrictEqual(bucket.tokens, { value: undefined, source: "unknown", confidence: "probing" })
+      // one limit known: no probe
+      assert.strictEqual(bucket.probe, undefined)
+      yield* limiter.learn("key#1", "h", new RateLimitInfo({ limitRequests: 7, limitTokens: 700, observedAt: 0 }), 200)
+      const headed = yield* bucketOf(limiter, "h")
+      assert.deepStrictEqual(headed.requests, { value: 7, source: "header" })
+      assert.isTrue(headed.fromHeaders)
+    }))
+
+  it.effect("starts from the limits the store learnt before: no probe, no 429 to pay", () =>
+    Effect.gen(function*() {
+      const store = LimiterStore.makeMemory()
+      yield* store.keepLearnt("key#1\u0000m", { requests: 2 })
+      const { limiter } = yield* learner({}, store)
+      yield* succeed(limiter, 2)
+      const bucket = yield* bucketOf(limiter)
+      assert.deepStrictEqual(bucket.requests, { value: 2, source: "learnt", confidence: "measured" })
+      assert.deepStrictEqual(bucket.tokens.source, "unknown")
+      const third = yield* Effect.fork(limiter.acquire(ticket()))
+      assert.isTrue(yield* stillWaiting(third))
+      assert.strictEqual((yield* bucketOf(limiter)).binding, "requests")
+      yield* TestClock.adjust(W)
+      yield* Fiber.join(third)
+    }))
+
+  it.effect("after 3 calm windows at a learnt limit a caller that waits on it raises it by a step", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ limits: { m: { tpm: 1_000_000 } } })
+      yield* succeed(limiter, 4)
+      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
+      for (let window = 0; window < 3; window++) {
+        yield* TestClock.adjust(W)
+        yield* succeed(limiter, 4)
+      }
+      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 4)
+      // the fifth of the window waits on the limit: three windows have passed since the 429, it is raised
+      yield* succeed(limiter, 1)
+      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 5)
+      assert.strictEqual((yield* bucketOf(limiter)).requests.confidence, "measured")
+    }))
+
+  it.effect("a request larger than a learnt token limit is refused; unknown, it never is", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ limits: { m: { rpm: 1_000 } } })
+      yield* Effect.flatMap(limiter.acquire(ticket(5_000_000)), (p) => p.succeeded)
+      yield* succeed(limiter, 1, 100)
+      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket(100)), (p) => p.throttled))
+      const learnt = (yield* bucketOf(limiter)).tokens.value!
+      // what the window held (5,000,100) and the refused request, less one token
+      assert.strictEqual(learnt, 5_000_199)
+      const tooLarge = yield* Effect.flip(limiter.acquire(ticket(learnt + 1)))
+      assert.strictEqual(tooLarge._tag, "RequestTooLarge")
+    }))
+})
+
+describe("LimiterStore.layerMemoryCached", () => {
+  // see test/integration/learntLimits.test.ts for the file on disk across restarts
+  it.effect("the memory store's learnt limits: none until kept", () =>
+    Effect.gen(function*() {
+      const store = LimiterStore.makeMemory()
+      assert.isUndefined(yield* store.learnt("b"))
+      yield* store.keepLearnt("b", { tokens: 9 })
+      assert.deepStrictEqual(yield* store.learnt("b"), { tokens: 9 })
+    }))
+
+  it("decodes learnt limits from their JSON, and nothing from anything else", () => {
+    assert.deepStrictEqual(LimiterStore.decodeLearnt(`{"requests":45}`), { requests: 45 })
+    assert.isUndefined(LimiterStore.decodeLearnt(`{"requests":-1}`))
+    assert.isUndefined(LimiterStore.decodeLearnt(`{"requests":1.5}`))
+    assert.isUndefined(LimiterStore.decodeLearnt("not json"))
+  })
+})
