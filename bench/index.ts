@@ -13,7 +13,8 @@ const benches: Record<string, () => Promise<Report>> = {
   memory: () => import("./memory.js").then((m) => m.run()),
   upload: () => import("./upload.js").then((m) => m.run()),
   soak: () => import("./soak.js").then((m) => m.run()),
-  shared: () => import("./shared.js").then((m) => m.run())
+  shared: () => import("./shared.js").then((m) => m.run()),
+  learning: () => import("./learning.js").then((m) => m.run())
 }
 
 const file = new URL("../BENCHMARKS.md", import.meta.url)

@@ -24,6 +24,7 @@ import * as Models from "../services/Models.js"
 const demoWindow = Duration.seconds(5)
 const chatModel = "Llama-3.3-70B-Instruct"
 const burstModels = ["gpt-4o", "gpt-4.1"] as const
+const learningModel = "Mistral-Small-24B-Instruct-2501"
 const burstSize = 30
 
 const write = (text: string) => Effect.sync(() => process.stdout.write(text))
@@ -136,12 +137,13 @@ const burst = (model: string) =>
     const waited = (yield* counter(ClientMetrics.retryWaitMillis)) - waitedBefore
     const queued = (yield* counter(ClientMetrics.limiterWaitMillis)) - limiterWaitBefore
     yield* Console.log(`   ${results.length}/${burstSize} succeeded in ${(elapsed / 1000).toFixed(1)} s`)
+    const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
     yield* Console.log(
       met429 === 0
-        ? `   429s met: 0 (requests waited ${(queued / 1000).toFixed(1)} s in all in the client's limiter instead)`
-        : `   429s met: ${met429}; each was retried after the server's reset (${
-          (waited / 1000).toFixed(1)
-        } s waited in all)`
+        ? `   429s met: 0 (requests waited ${seconds(queued)} in all in the client's limiter instead)`
+        : queued === 0
+        ? `   429s met: ${met429}; each was retried after the server's reset (${seconds(waited)} waited in all)`
+        : `   429s met: ${met429}, while learning; then requests waited ${seconds(queued)} in all in the limiter`
     )
   })
 
@@ -152,12 +154,19 @@ const bursts = (emulator: Emulator.Emulator.Service) =>
       `5. A burst of ${burstSize} requests on a basic-tier key (20 requests per ${Duration.format(demoWindow)} window)`
     )
     yield* Console.log(`   a) retries alone, on ${burstModels[0]}: the server says 429, the client waits for its reset`)
-    yield* burst(burstModels[0]).pipe(Effect.provide(Node.layer({ ...client, rateLimiter: false })))
+    yield* burst(burstModels[0]).pipe(Effect.provide(Node.layer({ ...client, tier: "basic", rateLimiter: false })))
     yield* Console.log(
       `   b) with the proactive rate limiter, on ${burstModels[1]}: requests wait before they are sent`
     )
     yield* burst(burstModels[1]).pipe(
-      Effect.provide(Node.layer({ ...client, rateLimiter: { window: demoWindow } }))
+      Effect.provide(Node.layer({ ...client, tier: "basic", rateLimiter: { window: demoWindow } }))
+    )
+    yield* Console.log(
+      `   c) told nothing of the plan (tier auto, the default), on ${learningModel}, which sends no rate-limit ` +
+        `headers:\n      the first 429s measure the window, then requests wait for it`
+    )
+    yield* burst(learningModel).pipe(
+      Effect.provide(Node.layer({ ...client, tier: "auto", rateLimiter: { window: demoWindow } }))
     )
   })
 

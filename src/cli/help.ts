@@ -24,12 +24,13 @@ const environment = `ENVIRONMENT
   AIFS_BASE_URL            base of the standard endpoints (default https://llm-server.llmhub.t-systems.net/v2)
   AIFS_V1_URL, AIFS_QUEUE_URL  bases of vector stores and of the queue (default: from AIFS_BASE_URL's origin)
   AIFS_API_VERSION         1.1.0 (default) or 1.0.0
-  AIFS_TIER                the key's quota tier: basic (default) or standard4000
+  AIFS_TIER                the key's quota tier: auto (default: learnt from the server), basic or standard4000
   AIFS_MAX_RETRIES         retries after the first attempt (default 6)
   AIFS_TIMEOUT, AIFS_CONNECT_TIMEOUT, AIFS_FIRST_BYTE_TIMEOUT, AIFS_QUEUE_TIMEOUT, AIFS_STREAM_IDLE_TIMEOUT
                            time limits (default 10m, 10s, 10m, 30m, 2m)
   AIFS_LIMITER_REDIS_URL, AIFS_LIMITER_REDIS_PREFIX, AIFS_LIMITER_WINDOW
                            a Redis shared by the processes of one key, its key prefix (aifs), the window (1m)
+  AIFS_CACHE_DIR           where limits learnt without Redis are kept (default ~/.cache/effect-aifs; empty: not kept)
   AIFS_GATEWAY_URL, AIFS_GATEWAY_USERNAME, AIFS_GATEWAY_PASSWORD
                            the retrieval gateway (rag); unset: the emulator's gateway
   AIFS_GATEWAY_QUERY_PIPELINE, AIFS_GATEWAY_MAX_RETRIES, AIFS_GATEWAY_TIMEOUT, AIFS_GATEWAY_CONNECT_TIMEOUT,

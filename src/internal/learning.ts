@@ -36,6 +36,11 @@ export interface Learning {
   readonly tokens: Estimate
   /** Requests allowed in flight while nothing is known. */
   readonly probe: number
+  /**
+   * The most the probe grows to while a window has not passed: the requests in flight when the first 429 comes
+   * are refused too, so this bounds the 429s that find the limit. Doubled by each window without a 429.
+   */
+  readonly ceiling: number
   /** When an estimate last changed (a 429 or a raise): calm windows count from here. */
   readonly since: number
   /** Windows without a 429 before the next raise. */
@@ -58,6 +63,8 @@ export interface Count {
 
 /** Requests in flight allowed at first, while nothing is known. */
 export const probeStart = 2
+/** The probe's first ceiling. */
+export const probeCeiling = 8
 /** Windows without a 429 after a measurement before the first raise. */
 export const basePatience = 3
 /** The longest wait, in windows, between raises that keep meeting 429s. */
@@ -72,6 +79,7 @@ export const initial = (now: number): Learning => ({
   requests: unknown,
   tokens: unknown,
   probe: probeStart,
+  ceiling: probeCeiling,
   since: now,
   patience: basePatience,
   backoff: basePatience,
@@ -95,9 +103,21 @@ export const resumed = (
 export const known = (learning: Learning): boolean =>
   learning.requests.limit !== undefined || learning.tokens.limit !== undefined
 
-/** An answer came: the probe grows by half a request (half again in flight with each round of answers). */
-export const answered = (learning: Learning): Learning =>
-  known(learning) ? learning : { ...learning, probe: learning.probe + 0.5 }
+/**
+ * An answer came at `now`: the probe grows by half a request (half again in flight with each round of answers),
+ * up to its ceiling, which doubles when a whole window of `windowMs` passed without a 429.
+ */
+export const answered = (learning: Learning, now: number, windowMs: number): Learning => {
+  if (known(learning)) return learning
+  const calm = now - learning.since >= windowMs
+  const ceiling = calm ? learning.ceiling * 2 : learning.ceiling
+  return {
+    ...learning,
+    probe: Math.min(ceiling, learning.probe + 0.5),
+    ceiling,
+    since: calm ? now : learning.since
+  }
+}
 
 /**
  * A request admitted at `generation` succeeded while the window held `count`: the limits are at least that. One

@@ -176,7 +176,7 @@ export const make = (options: Options): ClientConfig.Service => {
     v1Url: trimSlash(options.v1Url ?? `${origin}/v1`),
     queueUrl: trimSlash(options.queueUrl ?? `${origin}/queue`),
     apiVersion: options.apiVersion ?? "1.1.0",
-    tier: options.tier ?? "basic",
+    tier: options.tier ?? "auto",
     maxRetries: options.maxRetries ?? 6,
     timeout: Duration.decode(options.timeout ?? Duration.minutes(10)),
     connectTimeout: Duration.decode(options.connectTimeout ?? Duration.seconds(10)),
@@ -306,7 +306,7 @@ export const fromEnv: Config.Config<Options> = Config.all({
   v1Url: Config.option(httpUrl("AIFS_V1_URL")).pipe(Config.map(Option.getOrUndefined)),
   queueUrl: Config.option(httpUrl("AIFS_QUEUE_URL")).pipe(Config.map(Option.getOrUndefined)),
   apiVersion: Config.literal("1.1.0", "1.0.0")("AIFS_API_VERSION").pipe(Config.withDefault("1.1.0" as const)),
-  tier: Config.literal("basic", "standard4000", "auto")("AIFS_TIER").pipe(Config.withDefault("basic" as const)),
+  tier: Config.literal("basic", "standard4000", "auto")("AIFS_TIER").pipe(Config.withDefault("auto" as const)),
   maxRetries: Config.integer("AIFS_MAX_RETRIES").pipe(
     Config.validate({ message: "Expected a number of retries from 0 to 100", validation: (n) => n >= 0 && n <= 100 }),
     Config.withDefault(6)

@@ -360,8 +360,9 @@ export const make = (
     const estimator = yield* TokenEstimator.TokenEstimator
     const windowMs = Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1)))
     const baseMarginMs = Duration.toMillis(Duration.decode(options.margin ?? Duration.millis(200)))
-    const auto = options.tier === "auto"
-    const preset = options.tier === "auto" ? undefined : tiers[options.tier ?? "basic"]
+    const tier = options.tier ?? "auto"
+    const auto = tier === "auto"
+    const preset = tier === "auto" ? undefined : tiers[tier]
     // Stryker disable next-line StringLiteral: every mode but "actual" keeps the reservation, so the default's name is never compared
     const reconcileMode = options.reconcile ?? "keep"
     const maxOutput = new Map<string, number>(Object.entries(options.maxOutputTokens ?? {}))
@@ -574,8 +575,9 @@ export const make = (
         bucket.recalled = true
         return Effect.flatMap(Effect.orElseSucceed(store.learnt(bucket.id), () => undefined), (learnt) =>
           Effect.clockWith((clock) => {
-            if (learnt === undefined || bucket.learning === undefined) return Effect.void
-            bucket.learning = Learning.resumed(clock.unsafeCurrentTimeMillis(), learnt)
+            const now = clock.unsafeCurrentTimeMillis()
+            // the probe's windows count from the first request
+            bucket.learning = learnt === undefined ? Learning.initial(now) : Learning.resumed(now, learnt)
             applyLearnt(bucket)
             return publish(bucket)
           }))
@@ -585,14 +587,15 @@ export const make = (
      * A request admitted at `generation` answered while the store counted `usage`: the window held at least what
      * was not in flight (a success lifts a limit measured too low, see `Learning.held`).
      */
-    const observe = (bucket: Bucket, generation: number, succeeded: boolean) => (usage: Usage) => {
-      const count = { requests: usage.requests - bucket.inFlight.size, tokens: usage.tokens }
-      for (const tokens of bucket.inFlight.values()) {
-        count.tokens -= tokens
-      }
-      const answered = Learning.answered(bucket.learning!)
-      return relearn(bucket, succeeded ? Learning.held(answered, count, generation) : answered)
-    }
+    const observe = (bucket: Bucket, generation: number, succeeded: boolean) => (usage: Usage) =>
+      Effect.clockWith((clock) => {
+        const count = { requests: usage.requests - bucket.inFlight.size, tokens: usage.tokens }
+        for (const tokens of bucket.inFlight.values()) {
+          count.tokens -= tokens
+        }
+        const answered = Learning.answered(bucket.learning!, clock.unsafeCurrentTimeMillis(), windowMs)
+        return relearn(bucket, succeeded ? Learning.held(answered, count, generation) : answered)
+      })
 
     /**
      * The server refused the request admitted as `seq` while the store counted `usage` (without it): the window
@@ -626,9 +629,7 @@ export const make = (
       const cancel = Effect.zipRight(
         settle(
           bucket,
-          Effect.suspend(() =>
-            store.remove(bucket.id, id, windowOf(bucket))
-          )
+          Effect.suspend(() => store.remove(bucket.id, id, windowOf(bucket)))
         ),
         Effect.suspend(() => {
           bucket.inFlight.delete(seq)

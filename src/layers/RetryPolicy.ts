@@ -254,7 +254,7 @@ export const reported = (
         ]),
         Effect.logInfo(
           `aifs: ${last?.endpoint ?? endpoint}: ${last?._tag}: ${last?.message}; retry ${++retries}${of} in ${
-            Duration.format(wait)
+            Duration.format(Duration.millis(Math.round(Duration.toMillis(wait))))
           }`
         )
       )

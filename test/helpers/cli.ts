@@ -20,6 +20,8 @@ export interface Run {
 /** The environment of a child CLI: this process's, without any `AIFS_*`, plus `env`. */
 export const cliEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({
   ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
+  // limits learnt (AIFS_TIER=auto, the default) are not kept in the user's cache directory by tests
+  AIFS_CACHE_DIR: "",
   ...env
 })
 

@@ -80,6 +80,8 @@ describe.skipIf(url === undefined)("one key shared by several processes through 
         const prefix = `shared${++prefixes}-${process.pid}`
         const env = {
           AIFS_API_KEY: Emulator.keyOf("basic"),
+          AIFS_TIER: "basic",
+          AIFS_CACHE_DIR: "",
           AIFS_BASE_URL: emulator.baseUrl,
           AIFS_LIMITER_REDIS_URL: url!,
           AIFS_LIMITER_REDIS_PREFIX: prefix,
@@ -117,6 +119,8 @@ describe.skipIf(url === undefined)("one key shared by several processes through 
         fs.writeFileSync(input, requests("r", 50))
         const run = batch(input, output, {
           AIFS_API_KEY: Emulator.keyOf("basic"),
+          AIFS_TIER: "basic",
+          AIFS_CACHE_DIR: "",
           AIFS_BASE_URL: emulator.baseUrl,
           AIFS_LIMITER_REDIS_URL: redis.url,
           AIFS_LIMITER_WINDOW: "2s"

@@ -421,9 +421,9 @@ const closedPort = Effect.async<number>((resume) => {
   })
 })
 
-/** The inference client against `url` with the canary key (or `key`). */
+/** The inference client against `url` with the canary key (or `key`), told the key's tier. */
 const client = (url: string, options: Partial<ClientConfig.Options> = {}) =>
-  Node.layer({ apiKey, baseUrl: `${url}/v2`, maxRetries: 0, ...options })
+  Node.layer({ apiKey, baseUrl: `${url}/v2`, maxRetries: 0, tier: "standard4000", ...options })
 
 // ---------------------------------------------------------------------------------------------------------------
 // in-process sweeps

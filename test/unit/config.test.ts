@@ -32,7 +32,7 @@ describe("ClientConfig.layerFromEnv", () => {
       assert.strictEqual(config.v1Url, "https://llm-server.llmhub.t-systems.net/v1")
       assert.strictEqual(config.queueUrl, "https://llm-server.llmhub.t-systems.net/queue")
       assert.strictEqual(config.apiVersion, "1.1.0")
-      assert.strictEqual(config.tier, "basic")
+      assert.strictEqual(config.tier, "auto")
       assert.strictEqual(config.maxRetries, 6)
       assert.strictEqual(Duration.toMillis(config.timeout), 600_000)
       assert.strictEqual(Duration.toMillis(config.streamIdleTimeout), 120_000)

@@ -12,11 +12,25 @@ describe("learning a bucket's limits", () => {
     let learning = Learning.initial(0)
     assert.strictEqual(learning.probe, 2)
     assert.isFalse(Learning.known(learning))
-    learning = Learning.answered(Learning.answered(learning))
+    learning = Learning.answered(Learning.answered(learning, 10, W), 20, W)
     assert.strictEqual(learning.probe, 3)
     const measured = measuredAt(10, 1_000)
     assert.isTrue(Learning.known(measured))
-    assert.strictEqual(Learning.answered(measured), measured)
+    assert.strictEqual(Learning.answered(measured, 30, W), measured)
+  })
+
+  it("the probe grows to 8 in flight within a window, and its ceiling doubles with each window without a 429", () => {
+    let learning = Learning.initial(0)
+    for (let i = 0; i < 40; i++) learning = Learning.answered(learning, i, W)
+    assert.strictEqual(learning.probe, 8)
+    learning = Learning.answered(learning, W - 1, W)
+    assert.strictEqual(learning.probe, 8)
+    learning = Learning.answered(learning, W, W)
+    assert.strictEqual(learning.probe, 8.5)
+    assert.strictEqual(learning.ceiling, 16)
+    assert.strictEqual(learning.since, W)
+    for (let i = 0; i < 40; i++) learning = Learning.answered(learning, W + i, W)
+    assert.strictEqual(learning.probe, 16)
   })
 
   it("a first refusal sets both limits when both can explain it: what the window held, and the tokens one less", () => {

@@ -348,7 +348,7 @@ describe("the layers", () => {
       assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Stream.runCollect(limiter.changes)), [[]])
     }))
 
-  it.effect("the presets: basic by default, the tier of the configuration with layerFromClientConfig", () =>
+  it.effect("the presets: learnt by default, the tier of the configuration with layerFromClientConfig", () =>
     Effect.gen(function*() {
       const limits = (layer: Layer.Layer<RateLimiter.RateLimiter>) =>
         Effect.gen(function*() {
@@ -358,7 +358,8 @@ describe("the layers", () => {
           const [state] = yield* limiter.snapshot
           return [state?.limitRequests, state?.limitTokens, state?.marginMs]
         })
-      assert.deepStrictEqual(yield* limits(RateLimiter.layer()), [20, 18_750, 200])
+      assert.deepStrictEqual(yield* limits(RateLimiter.layer()), [Infinity, Infinity, 200])
+      assert.deepStrictEqual(yield* limits(RateLimiter.layer({ tier: "basic" })), [20, 18_750, 200])
       assert.deepStrictEqual(yield* limits(RateLimiter.layer({ tier: "standard4000" })), [600, 150_000, 200])
       assert.deepStrictEqual(
         yield* limits(RateLimiter.layer({ tier: "standard4000", limits: { m: { rpm: 7 } } })),

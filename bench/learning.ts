@@ -1,0 +1,182 @@
+/**
+ * Limits nobody told the client: a server that strictly enforces a sliding window per key, sends no rate-limit
+ * headers (an open-source model) and answers after a latency, for keys of 45 and 300 requests per window. The
+ * client runs with `tier: "auto"`, with the key's true limits configured (the right preset), with too low a preset
+ * (`basic`, 20) and with too high a preset (`standard4000`, 600), each as users run it (the defaults: margin, retries),
+ * from 32 workers sending for three windows. All rows run side by side, each with its own emulator.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Emulator from "../src/emulator/Emulator.js"
+import * as Node from "../src/layers/Node.js"
+import type * as RateLimiter from "../src/layers/RateLimiter.js"
+import * as Chat from "../src/services/Chat.js"
+import { fixed, type Report, type Target } from "./common.js"
+
+/** The window of the emulator and of the limiter: a minute, as the service (`BENCH_LEARNING_WINDOW_MS` to change). */
+const windowMs = Number(process.env.BENCH_LEARNING_WINDOW_MS ?? 60_000)
+/** The server's answer time: 300 ms on a minute's window, in proportion on a shorter one. */
+const latencyMs = Math.round(windowMs * 0.005)
+const windows = 3
+/** Workers sending at once: the CLI's default `--concurrency`. */
+const workers = 32
+const model = "Llama-3.3-70B-Instruct"
+const keys = [45, 300] as const
+
+type Client = "auto" | "right preset" | "too low (basic)" | "too high (standard4000)"
+const clients: ReadonlyArray<Client> = ["auto", "right preset", "too low (basic)", "too high (standard4000)"]
+
+const limiterOf = (client: Client, rpm: number): Pick<RateLimiter.Options, "tier" | "limits"> => {
+  switch (client) {
+    case "auto":
+      return { tier: "auto" }
+    case "right preset":
+      return { tier: "basic", limits: { [model]: { rpm, tpm: 100_000_000 } } }
+    case "too low (basic)":
+      return { tier: "basic", limits: { [model]: { tpm: 100_000_000 } } }
+    case "too high (standard4000)":
+      return { tier: "standard4000", limits: { [model]: { tpm: 100_000_000 } } }
+  }
+}
+
+interface Row {
+  readonly rpm: number
+  readonly client: Client
+  /** Successful answers in the first window, and in the two after it. */
+  readonly first: number
+  readonly later: number
+  /** 429s the server answered in the first window, and in the two after it. */
+  readonly refusedFirst: number
+  readonly refusedLater: number
+  readonly failed: number
+}
+
+const runRow = (rpm: number, client: Client) =>
+  Effect.scoped(Effect.gen(function*() {
+    const emulator = yield* Emulator.Emulator
+    yield* emulator.setChaos([{ fault: { kind: "latency", delay: Duration.millis(latencyMs) } }])
+    return yield* load(rpm, client, emulator).pipe(Effect.provide(Node.layer({
+      apiKey: emulator.keys[0]!.key,
+      baseUrl: emulator.baseUrl,
+      rateLimiter: { window: Duration.millis(windowMs), ...limiterOf(client, rpm) }
+    })))
+  })).pipe(
+    Effect.provide(Emulator.layer({
+      window: Duration.millis(windowMs),
+      port: 0,
+      tiers: { key: { rpm, tpm: 100_000_000 } },
+      keys: [{ key: Emulator.developmentKey("key"), tier: "key" }]
+    })),
+    // the retries' log lines (429s met while learning) are counted, not printed
+    Logger.withMinimumLogLevel(LogLevel.Warning)
+  )
+
+/** The workers, for three windows, and what they got. */
+const load = (rpm: number, client: Client, emulator: Emulator.Emulator.Service) =>
+  Effect.gen(function*() {
+    const chat = yield* Chat.Chat
+    const start = performance.now()
+    const done: Array<number> = []
+    let failed = 0
+    let refusedFirst = 0
+    const worker = (i: number) =>
+      Effect.forever(Effect.flatMap(
+        Effect.either(chat.create({
+          model,
+          messages: [{ role: "user", content: `worker ${i}: what is a sliding window?` }],
+          max_tokens: 16
+        })),
+        Either.match({
+          onLeft: () => Effect.sync(() => failed++),
+          onRight: () => Effect.sync(() => done.push(performance.now() - start))
+        })
+      ))
+    const firstWindow = Effect.delay(
+      Effect.flatMap(emulator.stats, (stats) => Effect.sync(() => refusedFirst = stats.rateLimited)),
+      Duration.millis(windowMs)
+    )
+    yield* Effect.all([
+      Effect.forEach(Array.from({ length: workers }, (_, i) => i), worker, { concurrency: "unbounded" }).pipe(
+        Effect.timeout(Duration.millis(windows * windowMs + latencyMs))
+      ),
+      firstWindow
+    ], { concurrency: "unbounded" }).pipe(Effect.ignore)
+    const refused = (yield* emulator.stats).rateLimited
+    return {
+      rpm,
+      client,
+      first: done.filter((t) => t < windowMs + latencyMs).length,
+      later: done.filter((t) => t >= windowMs + latencyMs).length,
+      refusedFirst,
+      refusedLater: refused - refusedFirst,
+      failed
+    } satisfies Row
+  })
+
+const share = (n: number, of: number) => n / of
+
+export const run = async (): Promise<Report> => {
+  const rows = await Effect.runPromise(
+    Effect.all(keys.flatMap((rpm) => clients.map((client) => runRow(rpm, client))), { concurrency: "unbounded" })
+  )
+  const table = rows.map((r) => [
+    `${r.rpm}`,
+    r.client,
+    fixed(share(r.first, r.rpm)),
+    fixed(share(r.later, 2 * r.rpm)),
+    fixed(share(r.first + r.later, windows * r.rpm)),
+    `${r.refusedFirst}`,
+    `${r.refusedLater}`,
+    `${r.failed}`
+  ])
+  const find = (rpm: number, client: Client) => rows.find((r) => r.rpm === rpm && r.client === client)!
+  const targets: Array<Target> = keys.flatMap((rpm) => {
+    const auto = find(rpm, "auto")
+    const right = find(rpm, "right preset")
+    const whole = share(auto.first + auto.later, windows * rpm)
+    const refused = auto.refusedFirst + auto.refusedLater
+    const gap = share(right.later, 2 * rpm) - share(auto.later, 2 * rpm)
+    return [
+      {
+        target: `${rpm}/window, auto: ≥ 0.85 of the ideal over three windows, ≤ 10 429s`,
+        met: whole >= 0.85 && refused <= 10,
+        detail: `${fixed(whole)} of the ideal, ${refused} 429s`
+      },
+      {
+        target: `${rpm}/window, auto after the first window: within 0.05 of the right preset, no 429`,
+        met: gap <= 0.05 && auto.refusedLater === 0,
+        detail: `${fixed(share(auto.later, 2 * rpm))} against ${fixed(share(right.later, 2 * rpm))}, ` +
+          `${auto.refusedLater} 429s`
+      }
+    ]
+  })
+  return {
+    name: "learning",
+    title: "Limits nobody told the client",
+    headers: [
+      "key limit / window",
+      "client",
+      "first window / ideal",
+      "windows 2-3 / ideal",
+      "three windows / ideal",
+      "429s in the first",
+      "429s after",
+      "failed"
+    ],
+    rows: table,
+    targets,
+    how:
+      `One emulator per row, one key whose limit is the row's requests per ${
+        windowMs / 1000
+      } s sliding window (tokens far above use), no rate-limit headers (${model}), every answer after ${latencyMs} ms. ` +
+      `The client is \`Node.layer\` with its defaults (limiter margin, retries) and the row's limiter settings: ` +
+      `\`tier: "auto"\`; the key's limit configured per model (the right preset); the basic preset (20); the ` +
+      `standard4000 preset (600). ${workers} workers send chat requests back to back for ${windows} windows. ` +
+      `Ideal: the key's limit in every window; "windows 2-3" counts the answers after the first window. 429s are ` +
+      `those the emulator answered. All rows run at once in one process (each is light: at most ` +
+      `${Math.max(...keys) / (windowMs / 1000)} requests a second).`
+  }
+}
