@@ -1,6 +1,6 @@
 /**
- * `aifs limits`: the rate limiter's state for the configured key, per model: the limits it applies (from the
- * server's headers, or the tier's preset and overrides), what the window holds now (shared with the other processes
+ * `aifs limits`: the rate limiter's state for the configured key, per model: the limits it applies and where each
+ * comes from (the server's headers, the tier's preset, learnt from 429s with `AIFS_TIER=auto`), what the window holds now (shared with the other processes
  * of the key when a Redis store is set), when its oldest entry leaves, and any block after an unpredicted 429.
  *
  * @since 0.2.0
@@ -14,14 +14,14 @@ import * as ClientConfig from "../layers/ClientConfig.js"
 import * as RateLimiter from "../layers/RateLimiter.js"
 import * as Models from "../services/Models.js"
 import { client } from "./environment.js"
+import { describeLimits } from "./progress.js"
 
-/** One bucket as a line: model, requests and tokens used of the limits, their source, the next reset. */
+/** One bucket as a line: model, requests and tokens used, the limits with their sources, the next reset. */
 const line = (b: RateLimiter.BucketState): string =>
   [
     b.model,
-    `${b.usedRequests}/${b.limitRequests} requests`,
-    `${b.usedTokens}/${b.limitTokens} tokens`,
-    b.fromHeaders ? "from headers" : "preset",
+    `${b.usedRequests} requests, ${b.usedTokens} tokens used`,
+    describeLimits(b),
     b.usedRequests > 0 ? `next reset ${Math.ceil(b.nextResetMs / 1000)}s` : "window empty",
     ...(b.blockedMs > 0 ? [`blocked ${Math.ceil(b.blockedMs / 1000)}s`] : [])
   ].join("\t")

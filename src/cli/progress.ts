@@ -46,6 +46,33 @@ export interface QuotaState {
   readonly waiting: number
   /** Milliseconds until the busiest bucket admits again (0 when it admits now). */
   readonly waitMs: number
+  /** The busiest bucket's binding limit and where it comes from, e.g. `45 requests (learnt, measured)`. */
+  readonly limit: string
+}
+
+/**
+ * One limit as users read it: `45 requests (learnt, measured)`, `600 requests (header)`, `tokens unknown`.
+ *
+ * @since 0.3.0
+ * @category formatting
+ */
+export const describeLimit = (limit: RateLimiter.Limit, unit: "requests" | "tokens"): string =>
+  limit.value === undefined
+    ? `${unit} unknown`
+    : `${limit.value} ${unit} (${limit.source}${limit.source === "learnt" ? `, ${limit.confidence}` : ""})`
+
+/**
+ * A bucket's limits, the binding one first: `limits probing (3 in flight)` while nothing is known.
+ *
+ * @since 0.3.0
+ * @category formatting
+ */
+export const describeLimits = (bucket: RateLimiter.BucketState, only?: "binding"): string => {
+  if (bucket.probe !== undefined) return `limits probing (${bucket.probe} in flight)`
+  const requests = describeLimit(bucket.requests, "requests")
+  const tokens = describeLimit(bucket.tokens, "tokens")
+  const first = bucket.binding === "tokens" ? tokens : requests
+  return only === "binding" ? `limit ${first}` : `limits ${first}, ${first === tokens ? requests : tokens}`
 }
 
 /**
@@ -107,9 +134,10 @@ export const render = (
   const waiting = quota !== undefined && quota.waiting > 0
     ? `, ${quota.waiting} waiting for the quota window (${Math.ceil(quota.waitMs / 1000)}s)`
     : ""
+  const limit = quota === undefined ? "" : `, ${quota.limit}`
   const stats = `${finished}/${total} (${p.failed} failed) ${Math.round(finished / minutes)} req/min ${
     Math.round(p.tokens / minutes)
-  } tokens/min, ${retries} retries${waiting}, ETA ${formatDuration(etaSeconds(p, quota))}`
+  } tokens/min, ${retries} retries${waiting}${limit}, ETA ${formatDuration(etaSeconds(p, quota))}`
   if (!tty) return `aifs batch: ${stats}\n`
   const width = 24
   const filled = total === 0 ? width : Math.round((finished / total) * width)
@@ -139,7 +167,8 @@ export const quotaState = (windowMs: number): Effect.Effect<QuotaState | undefin
       usedTokens: busiest.usedTokens,
       windowMs,
       waiting: buckets.reduce((sum, b) => sum + b.waiting, 0),
-      waitMs: Math.max(busiest.blockedMs, busiest.waiting > 0 ? busiest.nextResetMs : 0)
+      waitMs: Math.max(busiest.blockedMs, busiest.waiting > 0 ? busiest.nextResetMs : 0),
+      limit: describeLimits(busiest, "binding")
     }
   })
 

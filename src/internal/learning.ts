@@ -53,6 +53,11 @@ export interface Learning {
   readonly trying: Dimension | undefined
   /** Counts the changes of the estimates: a 429 for a request admitted under older estimates measures, nothing more. */
   readonly generation: number
+  /**
+   * Resumed from limits learnt before: until this time (a window after the start) a 429 may be the usage of the
+   * process that ran before, which the server still counts and this one never saw, so it measures nothing.
+   */
+  readonly unseenUntil: number
 }
 
 /** What the window held (counted, and surely counted by the server) when something happened. */
@@ -85,18 +90,23 @@ export const initial = (now: number): Learning => ({
   backoff: basePatience,
   step: { requests: 0, tokens: 0 },
   trying: undefined,
-  generation: 0
+  generation: 0,
+  unseenUntil: 0
 })
 
-/** Learning that starts from limits learnt before (by another process, or an earlier run). */
+/**
+ * Learning that starts at `now` from limits learnt before (by another process, or an earlier run): known at once, and
+ * for a window of `windowMs` a 429 measures nothing (see `unseenUntil`).
+ */
 export const resumed = (
   now: number,
-  learnt: { readonly requests?: number | undefined; readonly tokens?: number | undefined }
+  learnt: { readonly requests?: number | undefined; readonly tokens?: number | undefined },
+  windowMs: number
 ): Learning => {
   const start = initial(now)
   const from = (limit: number | undefined): Estimate =>
     limit === undefined ? unknown : { ...unknown, limit, confirmations: 1 }
-  return { ...start, requests: from(learnt.requests), tokens: from(learnt.tokens) }
+  return { ...start, requests: from(learnt.requests), tokens: from(learnt.tokens), unseenUntil: now + windowMs }
 }
 
 /** Whether any limit is known (the probe is over). */
@@ -120,15 +130,17 @@ export const answered = (learning: Learning, now: number, windowMs: number): Lea
 }
 
 /**
- * A request admitted at `generation` succeeded while the window held `count`: the limits are at least that. One
- * that was in flight when the limits last changed lifts a limit that change set lower.
+ * A request admitted at `generation` succeeded while the window held `count`: the limits are at least that, and an
+ * estimate below it is lifted (a refusal measured without the requests that were still in flight, a request larger
+ * than the token estimate that went through). Those in flight when the limits last changed also keep the later
+ * refusals of their time from measuring below them (`settled`).
  */
 export const held = (learning: Learning, count: Count, generation: number): Learning => {
   const settling = generation < learning.generation
   const raise = (e: Estimate, n: number): Estimate => {
-    if (n <= e.atLeast && !(settling && n > e.settled)) return e
     const settled = settling ? Math.max(e.settled, n) : e.settled
-    const limit = e.limit === undefined ? undefined : Math.max(e.limit, settled)
+    const limit = e.limit === undefined ? undefined : Math.max(e.limit, n)
+    if (n <= e.atLeast && settled === e.settled && limit === e.limit) return e
     return { ...e, atLeast: Math.max(e.atLeast, n), settled, limit }
   }
   const requests = raise(learning.requests, count.requests)

@@ -504,11 +504,18 @@ export const make = (
         })
       })
 
-    const limitsOf = (bucket: Bucket) => ({
+    /**
+     * The limits a reservation of `tokens` is checked against. A learnt token limit is an estimate: a request above it
+     * is not refused, it goes alone into a window without tokens (and what the server says is learnt).
+     */
+    const limitsOf = (bucket: Bucket, tokens: number) => ({
       requests: bucket.requests,
-      tokens: bucket.tokens,
+      tokens: bucket.tokensSource === "learnt" ? Math.max(bucket.tokens, tokens) : bucket.tokens,
       windowMs: windowOf(bucket)
     })
+
+    /** Whether a request of `tokens` can never fit a known token limit. */
+    const neverFits = (bucket: Bucket, tokens: number) => bucket.tokensSource !== "learnt" && tokens > bucket.tokens
 
     const tooLarge = (bucket: Bucket, tokens: number) =>
       new RequestTooLarge({
@@ -577,7 +584,7 @@ export const make = (
           Effect.clockWith((clock) => {
             const now = clock.unsafeCurrentTimeMillis()
             // the probe's windows count from the first request
-            bucket.learning = learnt === undefined ? Learning.initial(now) : Learning.resumed(now, learnt)
+            bucket.learning = learnt === undefined ? Learning.initial(now) : Learning.resumed(now, learnt, windowMs)
             applyLearnt(bucket)
             return publish(bucket)
           }))
@@ -613,7 +620,14 @@ export const make = (
         }
         const count = { requests: Math.max(0, requests), tokens: Math.max(0, spent) }
         const now = clock.unsafeCurrentTimeMillis()
-        return relearn(bucket, Learning.refused(bucket.learning!, count, tokens, generation, now))
+        const learning = bucket.learning!
+        // resumed from limits learnt before: the server may still count what the process before this one sent,
+        // so the window is taken as full until that is surely gone, and nothing is measured
+        if (now < learning.unseenUntil) {
+          bucket.blockedUntil = Math.max(bucket.blockedUntil, learning.unseenUntil)
+          return publish(bucket)
+        }
+        return relearn(bucket, Learning.refused(learning, count, tokens, generation, now))
       })
 
     /** Whether the limiter paces a bucket's retries itself: it learnt one of its limits. */
@@ -727,7 +741,7 @@ export const make = (
 
     const acquire: RateLimiter.Service["acquire"] = (request, onGranted) => {
       const bucket = bucketOf(request.key, request.model)
-      if (request.tokens > bucket.tokens) return Effect.fail(tooLarge(bucket, request.tokens))
+      if (neverFits(bucket, request.tokens)) return Effect.fail(tooLarge(bucket, request.tokens))
       // only the wait in line and the sleeps at the head can be interrupted: the turn is always handed on, and an
       // entry the store admitted always becomes a permit, seen by `onGranted` before it is returned (an
       // interruption can still land as `acquire` returns into an interruptible caller)
@@ -736,7 +750,7 @@ export const make = (
           yield* recall(bucket)
           yield* publish(bucket)
           while (true) {
-            if (request.tokens > bucket.tokens) return yield* Effect.fail(tooLarge(bucket, request.tokens))
+            if (neverFits(bucket, request.tokens)) return yield* Effect.fail(tooLarge(bucket, request.tokens))
             const now = yield* Clock.currentTimeMillis
             settleMargin(bucket, now)
             // capacity that comes back while the store answers is not missed: the count tells
@@ -750,7 +764,13 @@ export const make = (
               // probing: woken when a request in flight lands (the window's length bounds a wake-up lost)
               : probing(bucket) && bucket.inFlight.size >= Math.floor(bucket.learning!.probe)
               ? { _tag: "Wait" as const, waitMs: windowMs }
-              : yield* store.reserve(bucket.id, request.tokens, limitsOf(bucket), waiter, bucket.waiting > 1)
+              : yield* store.reserve(
+                bucket.id,
+                request.tokens,
+                limitsOf(bucket, request.tokens),
+                waiter,
+                bucket.waiting > 1
+              )
             if (reservation._tag === "TooLarge") bucket.placeInStore = false
             if (reservation._tag !== "TooLarge" && "usage" in reservation) {
               yield* noted(bucket)(reservation.usage)
@@ -830,6 +850,7 @@ export const make = (
     const wouldWait: RateLimiter.Service["wouldWait"] = (request) =>
       Effect.gen(function*() {
         const bucket = bucketOf(request.key, request.model)
+        yield* recall(bucket)
         const now = yield* Clock.currentTimeMillis
         if (bucket.waiting > 0 || bucket.blockedUntil > now) {
           return true

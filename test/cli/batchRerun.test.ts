@@ -124,7 +124,7 @@ describe("aifs batch on a terminal", { timeout: 90_000 }, () => {
       }
       assert.match(
         screen,
-        /\r\[#+\.*\] \d+\/200 \(0 failed\) \d+ req\/min \d+ tokens\/min, \d+ retries, \d+ waiting for the quota window \(\d+s\), ETA \d+:\d\d\u001b\[K/
+        /\r\[#+\.*\] \d+\/200 \(0 failed\) \d+ req\/min \d+ tokens\/min, \d+ retries, \d+ waiting for the quota window \(\d+s\), limit \d+ (requests|tokens) \([^)]+\), ETA \d+:\d\d\u001b\[K/
       )
       // Ctrl-C as a terminal sends it: the interrupt character, to the foreground process
       child.stdin.write("\u0003")

@@ -21,9 +21,9 @@ describe("aifs limits", { timeout: 60_000 }, () => {
       assert.strictEqual(run.code, 0, run.stderr)
       const lines = run.stdout.trim().split("\n")
       assert.match(lines[0]!, /^tier standard4000, key key#[0-9a-f]{8}$/)
-      assert.deepStrictEqual(lines.slice(1).map((line) => line.split("\t").slice(0, 2)), [
-        ["Llama-3.3-70B-Instruct", "0/600 requests"],
-        ["text-embedding-bge-m3", "0/600 requests"]
+      assert.deepStrictEqual(lines.slice(1).map((line) => line.split("\t").slice(0, 3)), [
+        ["Llama-3.3-70B-Instruct", "0 requests, 0 tokens used", "limits 600 requests (preset), 150000 tokens (preset)"],
+        ["text-embedding-bge-m3", "0 requests, 0 tokens used", "limits 600 requests (preset), 150000 tokens (preset)"]
       ])
     }))
 

@@ -27,6 +27,7 @@ const quota = (fields: Partial<Progress.QuotaState> = {}): Progress.QuotaState =
   windowMs: 60_000,
   waiting: 0,
   waitMs: 0,
+  limit: "limit 20 requests (learnt, measured)",
   ...fields
 })
 
@@ -63,7 +64,8 @@ describe("batch progress", () => {
     )
     assert.strictEqual(
       line,
-      "aifs batch: 22/30 (2 failed) 11 req/min 10000 tokens/min, 3 retries, 8 waiting for the quota window (45s), ETA 0:45\n"
+      "aifs batch: 22/30 (2 failed) 11 req/min 10000 tokens/min, 3 retries, 8 waiting for the quota window (45s), " +
+        "limit 20 requests (learnt, measured), ETA 0:45\n"
     )
     assert.strictEqual(
       Progress.render(progress(20, 30), 60_000, true, 0, undefined),
@@ -108,7 +110,8 @@ describe("batch progress", () => {
         usedTokens: 9_000,
         windowMs: 60_000,
         waiting: 5,
-        waitMs: 12_000
+        waitMs: 12_000,
+        limit: "limit 20 requests (preset)"
       })
       // a bucket closed after a 429 waits its block, even with no caller in line
       const blocked = yield* Progress.quotaState(60_000).pipe(
@@ -119,4 +122,29 @@ describe("batch progress", () => {
       assert.isUndefined(yield* Progress.quotaState(60_000).pipe(Effect.provide(RateLimiter.layerDisabled)))
       assert.isUndefined(yield* Progress.quotaState(60_000))
     }))
+
+  it("a bucket's limits in words: the binding one first, where each comes from, how sure a learnt one is", () => {
+    const limits = (fields: Partial<RateLimiter.BucketState>) =>
+      Progress.describeLimits({
+        requests: { value: 45, source: "learnt", confidence: "confirmed" },
+        tokens: { value: undefined, source: "unknown", confidence: "probing" },
+        binding: undefined,
+        probe: undefined,
+        ...fields
+      } as RateLimiter.BucketState)
+    assert.strictEqual(limits({}), "limits 45 requests (learnt, confirmed), tokens unknown")
+    assert.strictEqual(limits({ binding: "tokens" }), "limits tokens unknown, 45 requests (learnt, confirmed)")
+    assert.strictEqual(
+      Progress.describeLimits(
+        {
+          requests: { value: 600, source: "header" },
+          tokens: { value: 9, source: "configured" },
+          binding: "requests"
+        } as RateLimiter.BucketState,
+        "binding"
+      ),
+      "limit 600 requests (header)"
+    )
+    assert.strictEqual(limits({ probe: 3 }), "limits probing (3 in flight)")
+  })
 })

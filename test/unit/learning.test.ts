@@ -95,12 +95,14 @@ describe("learning a bucket's limits", () => {
     assert.strictEqual(Learning.refused(settled, { requests: 41, tokens: 8_000 }, 100, 0, 2_500).requests.limit, 44)
   })
 
-  it("a success admitted under the current estimate only raises the lower bound", () => {
+  it("a success while the window held more than an estimate lifts it; one under it only raises the lower bound", () => {
     const learning = measuredAt(45, 9_000)
-    const held = Learning.held(learning, { requests: 50, tokens: 9_000 }, learning.generation)
-    assert.strictEqual(held.requests.limit, 45)
-    assert.strictEqual(held.requests.atLeast, 50)
-    assert.strictEqual(Learning.held(held, { requests: 3, tokens: 100 }, held.generation), held)
+    const below = Learning.held(learning, { requests: 40, tokens: 12_000 }, learning.generation)
+    assert.strictEqual(below.requests.limit, 45)
+    assert.strictEqual(below.requests.atLeast, 40)
+    assert.strictEqual(below.requests.settled, 0)
+    assert.strictEqual(below.tokens.limit, 12_000)
+    assert.strictEqual(Learning.held(below, { requests: 3, tokens: 100 }, below.generation), below)
   })
 
   it("a measurement that agrees with the estimate confirms it", () => {
@@ -144,10 +146,13 @@ describe("learning a bucket's limits", () => {
   })
 
   it("resumes from limits learnt before: known at once, no probe", () => {
-    const learning = Learning.resumed(5, { requests: 45 })
+    const learning = Learning.resumed(5, { requests: 45 }, W)
     assert.isTrue(Learning.known(learning))
     assert.strictEqual(learning.requests.limit, 45)
     assert.isUndefined(learning.tokens.limit)
     assert.strictEqual(learning.since, 5)
+    // for a window, a 429 may be the usage of the process before
+    assert.strictEqual(learning.unseenUntil, 5 + W)
+    assert.strictEqual(Learning.initial(5).unseenUntil, 0)
   })
 })

@@ -136,6 +136,25 @@ describe("RateLimiter with tier auto", () => {
       yield* Fiber.join(third)
     }))
 
+  it.effect("resumed, a 429 in the first window is the usage of the process before: it closes the window, measures nothing", () =>
+    Effect.gen(function*() {
+      const store = LimiterStore.makeMemory()
+      yield* store.keepLearnt("key#1\u0000m", { requests: 5 })
+      const { limiter } = yield* learner({ limits: { m: { tpm: 1_000_000 } } }, store)
+      yield* succeed(limiter, 2)
+      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
+      const bucket = yield* bucketOf(limiter)
+      assert.strictEqual(bucket.requests.value, 5)
+      assert.strictEqual(bucket.blockedMs, W)
+      const next = yield* Effect.fork(limiter.acquire(ticket()))
+      assert.isTrue(yield* stillWaiting(next))
+      yield* TestClock.adjust(W)
+      yield* Fiber.join(next)
+      // a window later, a 429 measures again
+      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
+      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 1)
+    }))
+
   it.effect("after 3 calm windows at a learnt limit a caller that waits on it raises it by a step", () =>
     Effect.gen(function*() {
       const { limiter } = yield* learner({ limits: { m: { tpm: 1_000_000 } } })
@@ -152,17 +171,22 @@ describe("RateLimiter with tier auto", () => {
       assert.strictEqual((yield* bucketOf(limiter)).requests.confidence, "measured")
     }))
 
-  it.effect("a request larger than a learnt token limit is refused; unknown, it never is", () =>
+  it.effect("a request larger than a learnt token limit is not refused: it goes alone, and its success lifts the limit", () =>
     Effect.gen(function*() {
       const { limiter } = yield* learner({ limits: { m: { rpm: 1_000 } } })
-      yield* Effect.flatMap(limiter.acquire(ticket(5_000_000)), (p) => p.succeeded)
-      yield* succeed(limiter, 1, 100)
+      yield* succeed(limiter, 2, 100)
       assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket(100)), (p) => p.throttled))
-      const learnt = (yield* bucketOf(limiter)).tokens.value!
-      // what the window held (5,000,100) and the refused request, less one token
-      assert.strictEqual(learnt, 5_000_199)
-      const tooLarge = yield* Effect.flip(limiter.acquire(ticket(learnt + 1)))
-      assert.strictEqual(tooLarge._tag, "RequestTooLarge")
+      assert.deepStrictEqual((yield* bucketOf(limiter)).tokens, {
+        value: 299,
+        source: "learnt",
+        confidence: "measured"
+      })
+      // 5,000 tokens: it waits until the window holds no tokens, then goes alone
+      const large = yield* Effect.fork(limiter.acquire(ticket(5_000)))
+      assert.isTrue(yield* stillWaiting(large))
+      yield* TestClock.adjust(W)
+      yield* Effect.flatMap(Fiber.join(large), (p) => p.succeeded)
+      assert.strictEqual((yield* bucketOf(limiter)).tokens.value, 5_000)
     }))
 })
 
