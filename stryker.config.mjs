@@ -17,7 +17,7 @@ export const groups = {
     "src/internal/sse.ts",
     "src/layers/RetryPolicy.ts"
   ],
-  limiter: ["src/layers/RateLimiter.ts", "src/layers/LimiterStore.ts"],
+  limiter: ["src/layers/RateLimiter.ts", "src/layers/LimiterStore.ts", "src/internal/learning.ts"],
   redis: ["src/redis.ts"],
   transport: ["src/internal/transport.ts", "src/layers/InferenceHttp.ts"],
   // not the output lock (src/cli/outputLock.ts): its per-test coverage is not attributed to its later tests (a mutant

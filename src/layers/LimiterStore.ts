@@ -549,7 +549,15 @@ export const layerMemoryCached = (
             Effect.catchAll((error) =>
               error._tag === "SystemError" && error.reason === "NotFound"
                 ? Effect.succeed<CacheFile["models"]>({})
-                : Effect.as(warnOnce(file, `ignoring ${file}: it is not a file of learnt limits`), {})
+                : Effect.as(
+                  warnOnce(
+                    file,
+                    error._tag === "ParseError"
+                      ? `ignoring ${file}: it is not a file of learnt limits`
+                      : `cannot read ${file}: ${error.message}`
+                  ),
+                  {}
+                )
             ),
             Effect.tap((models) => Effect.sync(() => files.set(file, models)))
           )

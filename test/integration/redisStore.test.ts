@@ -111,6 +111,27 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
     120_000
   )
 
+  it("keeps learnt limits for every store on the prefix, for 30 days; anything else under their key reads as none", async () => {
+    const store = await fresh()
+    const prefix = `t${namespaces}`
+    assert.isUndefined(await Effect.runPromise(store.learnt("key#1\u0000m")))
+    await Effect.runPromise(store.keepLearnt("key#1\u0000m", { requests: 45, tokens: 9_000 }))
+    // another process's store on the same prefix reads them
+    const other = await Effect.runPromise(Scope.extend(
+      RedisLimiterStore.make(client, { prefix, clock: "effect", onUnavailable: "fail" }),
+      scope
+    ))
+    assert.deepStrictEqual(await Effect.runPromise(other.learnt("key#1\u0000m")), { requests: 45, tokens: 9_000 })
+    const ttl = await client.ttl(`{${prefix}:key#1\u0000m}:learnt`)
+    assert.isTrue(ttl > 29 * 24 * 3600 && ttl <= 30 * 24 * 3600, `ttl ${ttl}`)
+    await client.set(`{${prefix}:key#1\u0000m}:learnt`, "{ broken")
+    assert.isUndefined(await Effect.runPromise(store.learnt("key#1\u0000m")))
+    // behind the fallback, what is kept is also kept in memory
+    const fallback = await fresh({ onUnavailable: "memory" })
+    await Effect.runPromise(fallback.keepLearnt("b", { requests: 3 }))
+    assert.deepStrictEqual(await Effect.runPromise(fallback.learnt("b")), { requests: 3 })
+  })
+
   it("a wait that needs hundreds of entries to leave is exact", async () => {
     await waitsPastManyEntries(() => fresh())
   })

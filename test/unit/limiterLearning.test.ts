@@ -1,13 +1,18 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as TokenEstimator from "../../src/layers/TokenEstimator.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
+import { tempDir } from "../helpers/tempDir.js"
 
 const W = 10_000
 const ticket = (tokens = 10, model = "m") => ({ key: "key#1", model, tokens })
@@ -191,7 +196,82 @@ describe("RateLimiter with tier auto", () => {
 })
 
 describe("LimiterStore.layerMemoryCached", () => {
-  // see test/integration/learntLimits.test.ts for the file on disk across restarts
+  /** A cached store on `directory`. */
+  const cachedStore = (directory: string) =>
+    Effect.provide(
+      LimiterStore.LimiterStore,
+      LimiterStore.layerMemoryCached(directory).pipe(Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer)))
+    )
+  /** The log lines, kept in `lines`. */
+  const logsIn = (lines: Array<string>) =>
+    Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => lines.push(String(message))))
+  const bucket = "key#0a1b2c3d\u0000m"
+
+  it.scoped("keeps learnt limits in a file per key, named by the fingerprint, which a new store reads", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* tempDir("aifs-cache-")
+      const cache = `${dir}/nested`
+      const store = yield* cachedStore(cache)
+      assert.isUndefined(yield* store.learnt(bucket))
+      yield* TestClock.setTime(1_000)
+      yield* store.keepLearnt(bucket, { requests: 45 })
+      yield* store.keepLearnt("key#0a1b2c3d\u0000other", { tokens: 900 })
+      assert.deepStrictEqual(yield* fs.readDirectory(cache), ["limits-key0a1b2c3d.json"])
+      assert.deepStrictEqual(JSON.parse(yield* fs.readFileString(`${cache}/limits-key0a1b2c3d.json`)), {
+        version: 1,
+        models: { m: { requests: 45, learntAt: 1_000 }, other: { tokens: 900, learntAt: 1_000 } }
+      })
+      const next = yield* cachedStore(cache)
+      assert.deepStrictEqual(yield* next.learnt(bucket), { requests: 45, tokens: undefined })
+      assert.isUndefined(yield* next.learnt("key#99999999\u0000m"))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+
+  it.scoped("limits older than 30 days are not used", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("aifs-cache-")
+      yield* Effect.flatMap(cachedStore(dir), (store) => store.keepLearnt(bucket, { requests: 45 }))
+      yield* TestClock.adjust("30 days")
+      assert.isDefined(yield* Effect.flatMap(cachedStore(dir), (store) => store.learnt(bucket)))
+      yield* TestClock.adjust("1 second")
+      assert.isUndefined(yield* Effect.flatMap(cachedStore(dir), (store) => store.learnt(bucket)))
+    }))
+
+  it.scoped("a file that is not learnt limits is ignored with one warning, and replaced by what is learnt next", () => {
+    const warnings: Array<string> = []
+    return Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* tempDir("aifs-cache-")
+      const file = `${dir}/limits-key0a1b2c3d.json`
+      yield* fs.writeFileString(file, `{"version":2,"models":{}}`)
+      const store = yield* cachedStore(dir)
+      assert.isUndefined(yield* store.learnt(bucket))
+      assert.isUndefined(yield* store.learnt("key#0a1b2c3d\u0000other"))
+      assert.deepStrictEqual(warnings, [`aifs: learnt limits: ignoring ${file}: it is not a file of learnt limits`])
+      yield* store.keepLearnt(bucket, { requests: 7 })
+      assert.strictEqual(JSON.parse(yield* fs.readFileString(file)).models.m.requests, 7)
+    }).pipe(Effect.provide(NodeFileSystem.layer), Effect.provide(logsIn(warnings)))
+  })
+
+  it.scoped("a directory that cannot be used costs a warning, never a failure; the limits stay in memory", () => {
+    const warnings: Array<string> = []
+    return Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* tempDir("aifs-cache-")
+      // a file where the directory should be
+      yield* fs.writeFileString(`${dir}/taken`, "")
+      const store = yield* cachedStore(`${dir}/taken`)
+      yield* store.keepLearnt(bucket, { requests: 7 })
+      yield* store.keepLearnt(bucket, { requests: 8 })
+      assert.deepStrictEqual(yield* store.learnt(bucket), { requests: 8 })
+      // one for reading, one for writing, however many limits are kept
+      assert.strictEqual(warnings.length, 2)
+      assert.include(warnings[0], `aifs: learnt limits: cannot read ${dir}/taken/limits-key0a1b2c3d.json: `)
+      assert.include(warnings[1], `aifs: learnt limits: cannot keep them in ${dir}/taken/limits-key0a1b2c3d.json`)
+      assert.deepStrictEqual(yield* fs.readDirectory(dir), ["taken"])
+    }).pipe(Effect.provide(NodeFileSystem.layer), Effect.provide(logsIn(warnings)))
+  })
+
   it.effect("the memory store's learnt limits: none until kept", () =>
     Effect.gen(function*() {
       const store = LimiterStore.makeMemory()
