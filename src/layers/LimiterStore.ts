@@ -165,8 +165,6 @@ export const waiterGraceMs = 1_000
  * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
  * import * as Effect from "effect/Effect"
  * import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
  *
  * // a store of your own (a shared one would talk to Redis): here the memory store, logging every wait
  * const LoggingStore = Layer.sync(LimiterStore.LimiterStore, () => {
@@ -463,8 +461,6 @@ export const makeMemory = (): LimiterStore.Infallible => {
  * ```ts
  * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
  * import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
  *
  * // what `RateLimiter.layer` is made of: the memory store (one process) and the default estimator
  * export const LimiterLive: Layer.Layer<RateLimiter.RateLimiter> = RateLimiter.layerWith({ tier: "basic" }).pipe(
