@@ -177,6 +177,9 @@ export const run = async (): Promise<Report> => {
       `standard4000 preset (600). ${workers} workers send chat requests back to back for ${windows} windows. ` +
       `Ideal: the key's limit in every window; "windows 2-3" counts the answers after the first window. 429s are ` +
       `those the emulator answered. All rows run at once in one process (each is light: at most ` +
-      `${Math.max(...keys) / (windowMs / 1000)} requests a second).`
+      `${Math.max(...keys) / (windowMs / 1000)} requests a second).`,
+    notes: [
+      "The presets are per window here (the limiter's window is the emulator's). Too high a preset loses no answer on this server only because its 429s carry a `retry-after` that the retries wait out exactly: it meets 429s in every window, each one a request sent for nothing. Too low a preset meets none and runs at its preset's share of the key, silently. `auto`'s 429s are those of the requests in flight when the first one came (the probe's ceiling, 8); after them it runs at the limit it measured, and its first careful raise comes after three calm windows, beyond this run."
+    ]
   }
 }
