@@ -132,7 +132,7 @@ export interface Options {
   readonly queueUrl?: string | undefined
   /** Interface version (default `1.1.0`). */
   readonly apiVersion?: ApiVersion | undefined
-  /** Quota tier, or `auto` to learn the limits from the server (default `basic`, the most cautious). */
+  /** Quota tier: `auto` (the default) learns the limits from the server; `basic` or `standard4000` are presets. */
   readonly tier?: Tier | "auto" | undefined
   /** Retries after the first attempt (default 6). */
   readonly maxRetries?: number | undefined

@@ -73,8 +73,8 @@ export const tiers: Readonly<Record<Tier, Quota>> = SlidingWindowLog.tierQuotas
  */
 export interface Options {
   /**
-   * The key's tier, for the preset limits (default `basic`); `auto` when the plan is unknown: each bucket's limits
-   * are learnt from the headers, or else from the 429s (see the README, "When you don't know your limits").
+   * The key's tier: `auto` (the default) when the plan is unknown, each bucket's limits learnt from the headers or
+   * else from the 429s (see the README, "When you don't know your limits"); `basic` or `standard4000` for a preset.
    */
   readonly tier?: Tier | "auto" | undefined
   /** Per-model limits over the preset (headers still win when a model sends them). */
