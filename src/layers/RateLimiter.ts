@@ -562,11 +562,17 @@ export const make = (
       ...(bucket.tokensSource === "learnt" ? { tokens: bucket.tokens } : {})
     })
 
+    /** What observers see of a bucket's learning besides its limits: the probe and how sure each limit is. */
+    const seen = (learning: Learning.Learning) =>
+      `${Math.floor(learning.probe)} ${Learning.confidence(learning.requests)} ${Learning.confidence(learning.tokens)}`
+
     /** Takes `next` as what the bucket learnt: new limits are kept in the store and may let the head go. */
     const relearn = (bucket: Bucket, next: Learning.Learning) =>
       Effect.suspend(() => {
+        const before = bucket.learning!
         bucket.learning = next
-        if (!applyLearnt(bucket)) return publish(bucket)
+        // most answers change nothing observers see: no state is published for them (one per request otherwise)
+        if (!applyLearnt(bucket)) return seen(before) === seen(next) ? Effect.void : publish(bucket)
         return Effect.zipRight(
           store.keepLearnt(bucket.id, learntOf(bucket)).pipe(
             Effect.catchAll((error) => Effect.logWarning(`aifs: limiter store: ${error.message}`))
