@@ -47,8 +47,9 @@ describe("aifs with limits nobody told it", { timeout: 90_000 }, () => {
       assert.strictEqual(first.code, 0, first.stderr)
       assert.include(first.stderr, "24 succeeded, 0 failed")
       const refused = (yield* emulator.stats).rateLimited
+      // those in flight when the first came (the probe's ceiling, 8), and at most a correction or two
       assert.isAbove(refused, 0)
-      assert.isAtMost(refused, 8)
+      assert.isAtMost(refused, 10)
       const [file] = fs.readdirSync(cache)
       assert.deepInclude(JSON.parse(fs.readFileSync(path.join(cache, file!), "utf8")).models[model], { requests: 10 })
 
