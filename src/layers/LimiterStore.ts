@@ -126,10 +126,13 @@ export interface LearntLimits {
   readonly tokens?: number | undefined
 }
 
-const LearntLimitsJson = Schema.parseJson(Schema.Struct({
+/** Learnt limits as kept: whole positive numbers, each optional. */
+const learntFields = {
   requests: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
   tokens: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
-}))
+}
+
+const LearntLimitsJson = Schema.parseJson(Schema.Struct(learntFields))
 
 /**
  * Learnt limits from their JSON text (what a shared store keeps), or undefined when the text is not such limits.
@@ -474,8 +477,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
 export const layerMemory: Layer.Layer<LimiterStore> = Layer.sync(LimiterStore, makeMemory)
 
 const CachedModel = Schema.Struct({
-  requests: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
-  tokens: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  ...learntFields,
   /** When it was learnt, in epoch milliseconds. */
   learntAt: Schema.Number
 })

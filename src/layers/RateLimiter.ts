@@ -562,9 +562,11 @@ export const make = (
       ...(bucket.tokensSource === "learnt" ? { tokens: bucket.tokens } : {})
     })
 
-    /** What observers see of a bucket's learning besides its limits: the probe and how sure each limit is. */
-    const seen = (learning: Learning.Learning) =>
-      `${Math.floor(learning.probe)} ${Learning.confidence(learning.requests)} ${Learning.confidence(learning.tokens)}`
+    /** Whether observers see the same of two learnings besides their limits: the probe and how sure each limit is. */
+    const sameToObservers = (a: Learning.Learning, b: Learning.Learning) =>
+      Math.floor(a.probe) === Math.floor(b.probe) &&
+      Learning.confidence(a.requests) === Learning.confidence(b.requests) &&
+      Learning.confidence(a.tokens) === Learning.confidence(b.tokens)
 
     /** Takes `next` as what the bucket learnt: new limits are kept in the store and may let the head go. */
     const relearn = (bucket: Bucket, next: Learning.Learning) =>
@@ -572,7 +574,11 @@ export const make = (
         const before = bucket.learning!
         bucket.learning = next
         // most answers change nothing observers see: no state is published for them (one per request otherwise)
-        if (!applyLearnt(bucket)) return seen(before) === seen(next) ? Effect.void : publish(bucket)
+        if (!applyLearnt(bucket)) {
+          return next === before || sameToObservers(before, next)
+            ? Effect.void
+            : publish(bucket)
+        }
         return Effect.zipRight(
           store.keepLearnt(bucket.id, learntOf(bucket)).pipe(
             Effect.catchAll((error) => Effect.logWarning(`aifs: limiter store: ${error.message}`))
@@ -678,16 +684,9 @@ export const make = (
         succeeded: answeredWith(true),
         cancel,
         throttled: Effect.suspend(() => {
-          if (bucket.learning === undefined || !bucket.inFlight.has(seq)) return Effect.as(cancel, false)
-          return settle(
-            bucket,
-            Effect.suspend(() => store.remove(bucket.id, id, windowOf(bucket))),
-            (usage) => {
-              bucket.inFlight.delete(seq)
-              return measure(bucket, seq, tokens, generation)(usage)
-            }
-          ).pipe(
-            Effect.zipRight(Effect.sync(() => bucket.inFlight.delete(seq))),
+          if (bucket.learning === undefined || !bucket.inFlight.delete(seq)) return Effect.as(cancel, false)
+          const remove = Effect.suspend(() => store.remove(bucket.id, id, windowOf(bucket)))
+          return settle(bucket, remove, measure(bucket, seq, tokens, generation)).pipe(
             Effect.zipRight(released(bucket)),
             Effect.zipRight(Effect.sync(() => paces(bucket)))
           )

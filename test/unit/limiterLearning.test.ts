@@ -7,6 +7,7 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
@@ -84,6 +85,27 @@ describe("RateLimiter with tier auto", () => {
       assert.isTrue(yield* stillWaiting(retry))
       yield* TestClock.adjust(W)
       yield* Fiber.join(retry)
+    }))
+
+  it.scoped("the changes stream carries what is learnt: the probe as it grows, then the measured limit", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner()
+      const seen: Array<RateLimiter.BucketState> = []
+      yield* Effect.forkScoped(
+        Stream.runForEach(limiter.changes, (states) => Effect.sync(() => states[0] && seen.push(states[0])))
+      )
+      const drain = Effect.repeatN(Effect.yieldNow(), 20)
+      yield* drain
+      // the probe: 2, then 3 after two answers (nothing else an observer sees changes on the first)
+      yield* succeed(limiter, 2)
+      yield* drain
+      assert.includeMembers(seen.map((s) => s.probe), [2, 3])
+      yield* succeed(limiter, 2)
+      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
+      yield* drain
+      const last = seen[seen.length - 1]!
+      assert.deepStrictEqual(last.requests, { value: 4, source: "learnt", confidence: "measured" })
+      assert.isUndefined(last.probe)
     }))
 
   it.effect("a 429 with a preset tier measures nothing: the retry policy waits as before", () =>
