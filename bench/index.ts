@@ -1,5 +1,6 @@
 /**
- * Runs the benchmarks (all, or those named: `npm run bench -- goodput overhead`), prints a table per
+ * Runs the benchmarks (all, or those named: `npm run bench -- goodput overhead`; `--profile` adds the CPU
+ * profile of the overhead loops, by package), prints a table per
  * benchmark and writes its section of BENCHMARKS.md (sections of benchmarks not run are kept).
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
@@ -57,7 +58,8 @@ const writeSection = (report: Report, date: string): void => {
 }
 
 const main = async () => {
-  const asked = process.argv.slice(2).filter((a) => a !== "--")
+  // flags (`--profile`) are read by the benchmarks that take them
+  const asked = process.argv.slice(2).filter((a) => !a.startsWith("--"))
   const unknown = asked.filter((a) => !(a in benches))
   if (unknown.length > 0) {
     console.error(`unknown benchmark(s): ${unknown.join(", ")}; known: ${Object.keys(benches).join(", ")}`)

@@ -65,19 +65,15 @@ export type Admission =
  * @category models
  */
 export class SlidingWindow {
-  private readonly entries: Array<SlidingWindowLog.Entry> = []
+  private readonly entries = new SlidingWindowLog.Log<SlidingWindowLog.Entry>()
 
   constructor(public quota: Quota, readonly windowMs: number) {}
-
-  private tokensUsed(): number {
-    return this.entries.reduce((sum, e) => sum + e.tokens, 0)
-  }
 
   /** Whether a request charging `tokens` may go now, and if not how long until it may. */
   check(now: number, tokens: number): Admission {
     if (tokens > this.quota.tpm) return { _tag: "TooLarge" }
-    SlidingWindowLog.prune(this.entries, now, this.windowMs)
-    const { requestsWaitMs, tokensWaitMs } = SlidingWindowLog.waitFor(this.entries, now, tokens, {
+    this.entries.prune(now, this.windowMs)
+    const { requestsWaitMs, tokensWaitMs } = this.entries.waitFor(now, tokens, {
       requests: this.quota.rpm,
       tokens: this.quota.tpm,
       windowMs: this.windowMs
@@ -94,19 +90,25 @@ export class SlidingWindow {
 
   /** Counts a request sent at `now`. */
   record(now: number, tokens: number): void {
-    this.entries.push({ at: now, requests: 1, tokens })
+    this.entries.insert({ at: now, requests: 1, tokens })
   }
 
   /** The window's state at `now`. */
   status(now: number): WindowStatus {
-    SlidingWindowLog.prune(this.entries, now, this.windowMs)
-    const used = this.tokensUsed()
-    const oldest = this.entries[0]
-    const oldestWithTokens = this.entries.find((e) => e.tokens > 0)
+    this.entries.prune(now, this.windowMs)
+    const used = this.entries.tokens
+    const oldest = this.entries.first()
+    let oldestWithTokens: SlidingWindowLog.Entry | undefined
+    for (const entry of this.entries) {
+      if (entry.tokens > 0) {
+        oldestWithTokens = entry
+        break
+      }
+    }
     return {
       limitRequests: this.quota.rpm,
       limitTokens: this.quota.tpm,
-      remainingRequests: Math.max(0, this.quota.rpm - this.entries.length),
+      remainingRequests: Math.max(0, this.quota.rpm - this.entries.size),
       remainingTokens: Math.max(0, this.quota.tpm - used),
       resetRequestsMs: oldest ? oldest.at + this.windowMs - now : 0,
       resetTokensMs: oldestWithTokens ? oldestWithTokens.at + this.windowMs - now : 0

@@ -281,27 +281,19 @@ interface Waiter {
 }
 
 interface Bucket {
-  readonly entries: Array<Entry>
+  readonly entries: SlidingWindowLog.Log<Entry>
   readonly waiters: Array<Waiter>
   /** The wake-ups of waiters by waiter: awaited by `released`, or kept for its next call. */
   readonly released: Map<string, Deferred.Deferred<void>>
 }
 
-// kept in time order: entries are pruned from the front
-const insertInOrder = (entries: Array<Entry>, entry: Entry): void => {
-  let index = entries.length
-  while (index > 0 && entries[index - 1]!.at > entry.at) index--
-  entries.splice(index, 0, entry)
-}
-
-const usageOf = (entries: ReadonlyArray<Entry>, now: number, windowMs: number): Usage => {
-  let requests = 0
-  let tokens = 0
-  for (const e of entries) {
-    requests += e.requests
-    tokens += e.tokens
+const usageOf = (entries: SlidingWindowLog.Log<Entry>, now: number, windowMs: number): Usage => {
+  const first = entries.first()
+  return {
+    requests: entries.requests,
+    tokens: entries.tokens,
+    nextExpiryMs: first === undefined ? 0 : first.at + windowMs - now
   }
-  return { requests, tokens, nextExpiryMs: entries.length > 0 ? entries[0]!.at + windowMs - now : 0 }
 }
 
 /**
@@ -335,7 +327,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
   const bucketOf = (name: string): Bucket => {
     let bucket = buckets.get(name)
     if (bucket === undefined) {
-      bucket = { entries: [], waiters: [], released: new Map() }
+      bucket = { entries: new SlidingWindowLog.Log(), waiters: [], released: new Map() }
       buckets.set(name, bucket)
     }
     return bucket
@@ -346,7 +338,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
       Effect.sync(() => {
         const now = clock.unsafeCurrentTimeMillis()
         const bucket = bucketOf(name)
-        SlidingWindowLog.prune(bucket.entries, now, windowMs)
+        bucket.entries.prune(now, windowMs)
         dropLate(bucket.waiters, now)
         return f(bucket, now)
       })
@@ -369,7 +361,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
       at(name, windowMs, (bucket, now) => [f(bucket, now), bucket] as const),
       ([[a, freed], bucket]) => freed ? Effect.as(release(bucket), a) : Effect.succeed(a)
     )
-  const indexOf = (bucket: Bucket, id: number) => bucket.entries.findIndex((e) => e.id === id)
+  const entryOf = (bucket: Bucket, id: number) => bucket.entries.findLast((e) => e.id === id)
 
   return {
     reserve: (name, tokens, limits, waiter, more) =>
@@ -380,7 +372,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
           dropLate(waiters, now)
           return [{ _tag: "TooLarge" }, place === 0]
         }
-        const { requestsWaitMs, tokensWaitMs } = SlidingWindowLog.waitFor(entries, now, tokens, limits)
+        const { requestsWaitMs, tokensWaitMs } = entries.waitFor(now, tokens, limits)
         const waitMs = waitInLine(waiters, waiter, now, Math.max(requestsWaitMs, tokensWaitMs))
         if (waitMs > 0) {
           if (place >= 0) waiters[place]!.comeBack = now + waitMs
@@ -391,7 +383,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
         // the waiter woken, or queued behind, is one still there
         dropLate(waiters, now)
         const id = ++nextId
-        entries.push({ id, at: now, requests: 1, tokens })
+        entries.insert({ id, at: now, requests: 1, tokens })
         const usage = usageOf(entries, now, limits.windowMs)
         const first = waiters[0]
         if (!more || waiter === undefined || first === undefined) return [{ _tag: "Admitted", id, usage }, place === 0]
@@ -400,24 +392,23 @@ export const makeMemory = (): LimiterStore.Infallible => {
         return [{ _tag: "Admitted", id, usage, queuedMs }, place === 0]
       }),
     adjust: (name, id, tokens, windowMs) =>
-      andRelease(name, windowMs, ({ entries }, now): [Usage, boolean] => {
-        const entry = entries.find((e) => e.id === id)
+      andRelease(name, windowMs, (bucket, now): [Usage, boolean] => {
+        const entry = entryOf(bucket, id)
         const lowered = entry !== undefined && tokens < entry.tokens
-        if (entry !== undefined) entry.tokens = tokens
-        return [usageOf(entries, now, windowMs), lowered]
+        if (entry !== undefined) bucket.entries.setTokens(entry, tokens)
+        return [usageOf(bucket.entries, now, windowMs), lowered]
       }),
     remove: (name, id, windowMs) =>
       andRelease(name, windowMs, (bucket, now): [Usage, boolean] => {
-        const index = indexOf(bucket, id)
-        if (index >= 0) bucket.entries.splice(index, 1)
-        return [usageOf(bucket.entries, now, windowMs), index >= 0]
+        const entry = entryOf(bucket, id)
+        const removed = entry !== undefined && bucket.entries.remove(entry)
+        return [usageOf(bucket.entries, now, windowMs), removed]
       }),
     restamp: (name, id, windowMs) =>
       at(name, windowMs, (bucket, now) => {
-        const index = indexOf(bucket, id)
-        if (index >= 0 && bucket.entries[index]!.at < now) {
-          const [entry] = bucket.entries.splice(index, 1)
-          insertInOrder(bucket.entries, { ...entry!, at: now })
+        const entry = entryOf(bucket, id)
+        if (entry !== undefined && entry.at < now && bucket.entries.remove(entry)) {
+          bucket.entries.insert({ ...entry, at: now })
         }
         return usageOf(bucket.entries, now, windowMs)
       }),
@@ -426,9 +417,9 @@ export const makeMemory = (): LimiterStore.Infallible => {
         const before = usageOf(entries, now, windowMs)
         const requests = count.requests - before.requests
         const tokens = count.tokens - before.tokens
-        if (requests > 0) insertInOrder(entries, { id: ++nextId, at: now - count.requestsAgeMs, requests, tokens: 0 })
-        if (tokens > 0) insertInOrder(entries, { id: ++nextId, at: now - count.tokensAgeMs, requests: 0, tokens })
-        SlidingWindowLog.prune(entries, now, windowMs)
+        if (requests > 0) entries.insert({ id: ++nextId, at: now - count.requestsAgeMs, requests, tokens: 0 })
+        if (tokens > 0) entries.insert({ id: ++nextId, at: now - count.tokensAgeMs, requests: 0, tokens })
+        entries.prune(now, windowMs)
         return usageOf(entries, now, windowMs)
       }),
     usage: (name, windowMs) => at(name, windowMs, ({ entries }, now) => usageOf(entries, now, windowMs)),

@@ -52,20 +52,58 @@ describe("LimiterStore.makeMemory", () => {
 })
 
 describe("the sliding-window arithmetic", () => {
+  const logOf = (entries: ReadonlyArray<SlidingWindowLog.Entry>) => {
+    const log = new SlidingWindowLog.Log<SlidingWindowLog.Entry>()
+    for (const entry of entries) log.insert(entry)
+    return log
+  }
+
   it("prune drops exactly the entries whose window has ended, keeping the order of the rest", () => {
     FastCheck.assert(
       FastCheck.property(
-        FastCheck.array(FastCheck.nat(100), { maxLength: 20 }).map((ats) => [...ats].sort((a, b) => a - b)),
+        FastCheck.array(FastCheck.nat(100), { maxLength: 20 }),
         FastCheck.nat(150),
         FastCheck.integer({ min: 1, max: 50 }),
         (ats, now, windowMs) => {
-          const entries = ats.map((at) => ({ at, requests: 1, tokens: 1 }))
-          SlidingWindowLog.prune(entries, now, windowMs)
-          assert.deepStrictEqual(entries.map((e) => e.at), ats.filter((at) => at + windowMs > now))
+          // inserted in any order, kept in time order
+          const log = logOf(ats.map((at) => ({ at, requests: 1, tokens: at })))
+          log.prune(now, windowMs)
+          const kept = [...ats].sort((a, b) => a - b).filter((at) => at + windowMs > now)
+          assert.deepStrictEqual([...log].map((e) => e.at), kept)
+          assert.strictEqual(log.size, kept.length)
+          assert.strictEqual(log.requests, kept.length)
+          assert.strictEqual(log.tokens, kept.reduce((sum, at) => sum + at, 0))
+          assert.strictEqual(log.first()?.at, kept[0])
         }
       ),
       { numRuns: 200 }
     )
+  })
+
+  it("the running totals follow every change: insert, remove, new tokens, prune (through the compaction of the front)", () => {
+    const log = new SlidingWindowLog.Log<SlidingWindowLog.Entry & { tokens: number }>()
+    const kept: Array<SlidingWindowLog.Entry & { tokens: number }> = []
+    for (let i = 0; i < 5000; i++) {
+      const entry = { at: i, requests: i % 3 === 0 ? 0 : 1, tokens: i % 7 }
+      log.insert(entry)
+      kept.push(entry)
+      if (i % 5 === 0) log.setTokens(entry, 100)
+      if (i % 11 === 0 && kept.length >= 2) {
+        assert.strictEqual(log.remove(kept[kept.length - 2]!), true)
+        kept.splice(kept.length - 2, 1)
+      }
+      // a window of 2000: the front leaves as time goes on, past the point where it is compacted
+      log.prune(i, 2000)
+      while (kept.length > 0 && kept[0]!.at + 2000 <= i) kept.shift()
+      assert.strictEqual(log.requests, kept.reduce((sum, e) => sum + e.requests, 0))
+      assert.strictEqual(log.tokens, kept.reduce((sum, e) => sum + e.tokens, 0))
+    }
+    assert.deepStrictEqual([...log], kept)
+    assert.strictEqual(log.findLast((e) => e.at < 4000), kept.filter((e) => e.at < 4000).pop())
+    // an entry the window no longer holds is not removed twice
+    assert.strictEqual(log.remove({ at: 0, requests: 1, tokens: 0 }), false)
+    log.prune(10_000, 2000)
+    assert.deepStrictEqual([log.size, log.requests, log.tokens, log.first()], [0, 0, 0, undefined])
   })
 
   it("waitFor says per dimension how long until one more request fits", () => {
@@ -76,19 +114,19 @@ describe("the sliding-window arithmetic", () => {
     ]
     const limits = { requests: 3, tokens: 100, windowMs: 1000 }
     // the requests are full until the first entry leaves; 10 tokens fit now, 20 once the first leaves
-    assert.deepStrictEqual(SlidingWindowLog.waitFor(entries, 500, 10, limits), { requestsWaitMs: 500, tokensWaitMs: 0 })
-    assert.deepStrictEqual(SlidingWindowLog.waitFor(entries, 500, 20, limits), {
+    assert.deepStrictEqual(logOf(entries).waitFor(500, 10, limits), { requestsWaitMs: 500, tokensWaitMs: 0 })
+    assert.deepStrictEqual(logOf(entries).waitFor(500, 20, limits), {
       requestsWaitMs: 500,
       tokensWaitMs: 500
     })
     // 60 tokens need the first two to leave
-    assert.deepStrictEqual(SlidingWindowLog.waitFor(entries, 500, 60, { ...limits, requests: 10 }), {
+    assert.deepStrictEqual(logOf(entries).waitFor(500, 60, { ...limits, requests: 10 }), {
       requestsWaitMs: 0,
       tokensWaitMs: 600
     })
     // usage learnt from elsewhere may count tokens without a request
     assert.deepStrictEqual(
-      SlidingWindowLog.waitFor([{ at: 0, requests: 0, tokens: 90 }, ...entries.slice(1)], 500, 10, limits),
+      logOf([{ at: 0, requests: 0, tokens: 90 }, ...entries.slice(1)]).waitFor(500, 10, limits),
       { requestsWaitMs: 0, tokensWaitMs: 500 }
     )
   })

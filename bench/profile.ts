@@ -1,0 +1,73 @@
+/**
+ * A CPU profile of a piece of a benchmark (the V8 sampling profiler, in process), summed by package: where the
+ * time of a loop goes, as `npm run bench -- overhead --profile` prints it.
+ */
+import { Session } from "node:inspector/promises"
+import { fixed, textTable } from "./common.js"
+
+interface ProfileNode {
+  readonly id: number
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly hitCount?: number
+}
+
+interface CpuProfile {
+  readonly nodes: ReadonlyArray<ProfileNode>
+  readonly samples?: ReadonlyArray<number>
+}
+
+/** The package a frame belongs to: its `node_modules` package, this project, Node.js itself, or V8's own. */
+export const packageOf = (url: string, functionName: string): string => {
+  if (url === "") return functionName.startsWith("(") ? functionName : "(native)"
+  const modules = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)
+  if (modules !== null) return modules[1]!
+  if (url.startsWith("node:")) return "node"
+  if (/\/(src|dist)\//.test(url)) return "effect-aifs"
+  if (url.includes("/bench/")) return "bench"
+  return url
+}
+
+/** The self time of each frame and each package, as shares of all samples. */
+export const summarise = (profile: CpuProfile) => {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const counts = new Map<number, number>()
+  for (const id of profile.samples ?? []) counts.set(id, (counts.get(id) ?? 0) + 1)
+  const total = Math.max(1, profile.samples?.length ?? 0)
+  const packages = new Map<string, number>()
+  const frames = new Map<string, { readonly pkg: string; hits: number }>()
+  for (const [id, hits] of counts) {
+    const { functionName, lineNumber, url } = byId.get(id)!.callFrame
+    const pkg = packageOf(url, functionName)
+    packages.set(pkg, (packages.get(pkg) ?? 0) + hits)
+    const file = url.split("/").pop() ?? ""
+    const name = `${functionName || "(anonymous)"} ${file}${file === "" ? "" : `:${lineNumber + 1}`}`
+    const frame = frames.get(name) ?? { pkg, hits: 0 }
+    frame.hits += hits
+    frames.set(name, frame)
+  }
+  const share = (hits: number) => `${fixed((100 * hits) / total, 1)}%`
+  return {
+    packages: [...packages].sort((a, b) => b[1] - a[1]).map(([pkg, hits]) => [pkg, share(hits)]),
+    frames: [...frames].sort((a, b) => b[1].hits - a[1].hits).map(([name, f]) => [f.pkg, name, share(f.hits)])
+  }
+}
+
+/** Runs `body` under the profiler and prints its self time by package and its top frames. */
+export const profiled = async <A>(label: string, body: () => Promise<A>, topFrames = 25): Promise<A> => {
+  const session = new Session()
+  session.connect()
+  await session.post("Profiler.enable")
+  await session.post("Profiler.setSamplingInterval", { interval: 100 })
+  await session.post("Profiler.start")
+  try {
+    return await body()
+  } finally {
+    const { profile } = await session.post("Profiler.stop")
+    session.disconnect()
+    const summary = summarise(profile as CpuProfile)
+    console.log(`\n-- profile: ${label} (self time) --`)
+    console.log(textTable(["package", "share"], summary.packages))
+    console.log()
+    console.log(textTable(["package", "frame", "share"], summary.frames.slice(0, topFrames)))
+  }
+}
