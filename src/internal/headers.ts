@@ -65,7 +65,7 @@ export const parseRetryAfter = (
  * Parses every rate-limit header of a response. Missing or malformed values are left out, never fail.
  */
 export const parseRateLimitInfo = (headers: HeaderSource, now: number): RateLimitInfo => {
-  const fields = {
+  const fields: Record<string, unknown> = {
     limitRequests: parseCount(get(headers, "x-ratelimit-limit-requests")),
     limitTokens: parseCount(get(headers, "x-ratelimit-limit-tokens")),
     remainingRequests: parseCount(get(headers, "x-ratelimit-remaining-requests")),
@@ -74,7 +74,10 @@ export const parseRateLimitInfo = (headers: HeaderSource, now: number): RateLimi
     resetTokens: parseReset(get(headers, "x-ratelimit-reset-tokens")),
     retryAfter: parseRetryAfter(get(headers, "retry-after-ms"), get(headers, "retry-after"), now)
   }
-  const present = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined))
+  const present: Record<string, unknown> = {}
+  for (const key in fields) {
+    if (fields[key] !== undefined) present[key] = fields[key]
+  }
   // every value was parsed above: no need to validate them again
   // Stryker disable next-line BooleanLiteral: validating the parsed values again gives the same object, only slower
   return new RateLimitInfo({ ...present, observedAt: now }, true)

@@ -6,7 +6,6 @@
 import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -19,6 +18,7 @@ import { type ApiError, DecodeError, Timeout, TransportError } from "../schemas/
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import { excerpt, fromHttpClientError, fromResponse } from "./errors.js"
 import { parseRateLimitInfo, requestId } from "./headers.js"
+import { deadline } from "./request/deadline.js"
 
 /** The `user-agent` of every request. */
 export const userAgent = "effect-aifs/0.1.0"
@@ -34,7 +34,9 @@ export interface ResponseInfo {
   readonly headers: HttpClientResponse.HttpClientResponse["headers"]
 }
 
-const pathOf = (url: string): string => {
+/** The path of a URL, without host or query (a relative one needs no parsing). */
+export const pathOf = (url: string): string => {
+  if (url.startsWith("/")) return url.split(/[?#]/)[0]!
   try {
     return new URL(url).pathname
   } catch {
@@ -117,39 +119,48 @@ export const send = (
     )
   )
   const firstByte = options.firstByte
-  return (firstByte === undefined ? execute : Effect.timeoutFail(execute, {
-    duration: firstByte,
-    onTimeout: () =>
-      new Timeout({
-        message: `no response within ${Duration.format(firstByte)}`,
-        endpoint,
-        timeout: "firstByte",
-        after: firstByte
-      })
-  })).pipe(
-    Effect.flatMap((response) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const info: ResponseInfo = {
-          status: response.status,
-          requestId: requestId(response.headers),
-          rateLimit: parseRateLimitInfo(response.headers, now),
-          headers: response.headers
-        }
-        if (options.observe !== undefined) yield* options.observe(response.status)
-        if (response.status >= 200 && response.status < 300) return [response, info] as const
-        const body = yield* readBounded(response).pipe(Effect.orElseSucceed(() => ""))
-        return yield* Effect.fail(fromResponse({
-          status: response.status,
+  return (firstByte === undefined ? execute : deadline(execute, firstByte, () =>
+    new Timeout({
+      message: `no response within ${Duration.format(firstByte)}`,
+      endpoint,
+      timeout: "firstByte",
+      after: firstByte
+    }))).pipe(
+      Effect.flatMap((response) => answered(response, endpoint, redact, options.observe))
+    )
+}
+
+/** The metadata of a response whose status line came back; a non-2xx status becomes its typed error. */
+const answered = (
+  response: HttpClientResponse.HttpClientResponse,
+  endpoint: string,
+  redact: (text: string) => string,
+  observe: SendOptions["observe"]
+): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseInfo], ApiError> =>
+  Effect.clockWith((clock) => {
+    // read once: the platform builds the headers anew at every read
+    const headers = response.headers
+    const status = response.status
+    const info: ResponseInfo = {
+      status,
+      requestId: requestId(headers),
+      rateLimit: parseRateLimitInfo(headers, clock.unsafeCurrentTimeMillis()),
+      headers
+    }
+    const observed = observe === undefined ? Effect.void : observe(status)
+    if (status >= 200 && status < 300) return Effect.as(observed, [response, info] as const)
+    return Effect.zipRight(
+      observed,
+      Effect.flatMap(Effect.orElseSucceed(readBounded(response), () => ""), (body) =>
+        Effect.fail(fromResponse({
+          status,
           body: redact(body),
           endpoint,
           requestId: info.requestId,
           rateLimit: info.rateLimit
-        }))
-      })
+        })))
     )
-  )
-}
+  })
 
 /** Reads a whole body as text; a connection lost mid-body is a `TransportError`. */
 export const readText = (response: HttpClientResponse.HttpClientResponse, endpoint: string) =>
@@ -235,14 +246,11 @@ export const decodeJson = <A, I>(
 ): Effect.Effect<A, DecodeError> => decoder(schema, endpoint, redact).text(text, info)
 
 /** Fails with `Timeout` (`total`) when `effect` takes longer than `after`. */
-export const totalTimeout = (after: Duration.Duration, endpoint: string) =>
-  Effect.timeoutFail({
-    duration: after,
-    onTimeout: () =>
-      new Timeout({
-        message: `no complete response within ${Duration.format(after)}`,
-        endpoint,
-        timeout: "total",
-        after
-      })
-  })
+export const totalTimeout = (after: Duration.Duration, endpoint: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  deadline(self, after, () =>
+    new Timeout({
+      message: `no complete response within ${Duration.format(after)}`,
+      endpoint,
+      timeout: "total",
+      after
+    }))

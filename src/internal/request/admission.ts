@@ -1,0 +1,137 @@
+/**
+ * The rate limiter's admission of a request's attempts: the wait in its line (or the route to the queue when
+ * configured), kept interruptible while a permit granted as an interruption lands is never lost.
+ * @internal
+ */
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import { identity } from "effect/Function"
+import type { Permit, RateLimiter } from "../../layers/RateLimiter.js"
+import type { ApiError, LimiterUnavailable, RequestTooLarge } from "../../schemas/Errors.js"
+import type { RequestOptions } from "../../services/InferenceHttpClient.js"
+
+/** What an attempt goes out with: the limiter's permit, its options (maybe routed to the queue) and its model. */
+export interface Admission {
+  readonly permit: Permit | undefined
+  readonly options: RequestOptions
+  readonly model: string | undefined
+}
+
+/** The admission of a request's first attempt, until the attempt takes it. */
+export interface FirstAdmission {
+  admission: Admission | undefined
+}
+
+/** Makes an effect interruptible again inside an uninterruptible region. */
+export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+/** The routes the queue root mirrors: a request to one of these may be routed there. */
+const queueable = new Set([
+  "/chat/completions",
+  "/completions",
+  "/embeddings",
+  "/audio/transcriptions",
+  "/audio/translations",
+  "/images/generations"
+])
+
+const decoder = new TextDecoder()
+
+/** The parsed JSON body of a request, when it has one (the limiter estimates its cost). */
+const jsonBody = (request: HttpClientRequest.HttpClientRequest): unknown => {
+  const body = request.body
+  if (body._tag !== "Uint8Array" || !body.contentType.includes("json")) return undefined
+  try {
+    return JSON.parse(decoder.decode(body.body))
+  } catch {
+    return undefined
+  }
+}
+
+/** The admissions of one key's requests by `limiter`. */
+export const make = (limiter: RateLimiter.Service, keyId: string) => {
+  /**
+   * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured); `onGranted`
+   * sees the permit as the limiter grants it. Use through `guarded`.
+   */
+  const admit = (
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    onGranted: (permit: Permit) => void
+  ): Effect.Effect<Admission, RequestTooLarge | LimiterUnavailable> => {
+    // the body is parsed only to estimate its cost for the limiter
+    const body = jsonBody(request)
+    const cost = body === undefined ? undefined : limiter.cost(request.url, body)
+    const model = cost?.model
+    if (cost === undefined || model === undefined) return Effect.succeed({ permit: undefined, options, model })
+    const ticket = { key: keyId, model, tokens: cost.tokens }
+    const acquire = Effect.map(limiter.acquire(ticket, onGranted), (permit): Admission => ({ permit, options, model }))
+    if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
+    return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
+      wait
+        // the caller's limits were meant for /v2: the queue waits for capacity, so it gets the queue's
+        ? Effect.succeed({
+          permit: undefined,
+          options: { ...options, base: "queue", timeout: undefined, firstByteTimeout: undefined },
+          model
+        })
+        : acquire)
+  }
+
+  /**
+   * `admit`, from inside an uninterruptible region (`restore` makes the wait interruptible): a permit granted
+   * just as an interruption lands is given back, not lost between the limiter and this caller. `refused`
+   * sees a refusal by the limiter (larger than the whole quota).
+   */
+  const guarded = (
+    restore: Restore,
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError> =
+      identity
+  ): Effect.Effect<Admission, ApiError> => {
+    let granted: Permit | undefined
+    return Effect.flatMap(
+      Effect.exit(restore(admit(request, options, (permit) => {
+        granted = permit
+      }))),
+      (exit) => {
+        if (Exit.isSuccess(exit)) return exit
+        const cause = Effect.failCause(exit.cause)
+        const failed = granted === undefined ? cause : Effect.zipRight(granted.cancel, cause)
+        return Exit.isInterrupted(exit) ? failed : refused(failed)
+      }
+    )
+  }
+
+  /**
+   * Waits for the first admission of a request, interruptibly, and runs `use` with it and how long the caller
+   * waited; `use` must take `first.admission` (an attempt does) or it goes back when `use` ends. `refused` sees
+   * a refusal, to show it in the operation's span.
+   */
+  const first = <B, E2, R2>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError>,
+    use: (first: FirstAdmission, waitedMs: number) => Effect.Effect<B, E2, R2>
+  ): Effect.Effect<B, ApiError | E2, R2> =>
+    // as few frames as possible stay on a caller's fiber while it waits: thousands may wait at once
+    Effect.clockWith((clock) => {
+      const arrived = clock.unsafeCurrentTimeMillis()
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(guarded(restore, request, options, refused), (admission) => {
+          const first: FirstAdmission = { admission }
+          return Effect.ensuring(
+            restore(Effect.suspend(() => use(first, clock.unsafeCurrentTimeMillis() - arrived))),
+            Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
+          )
+        })
+      )
+    })
+
+  return { guarded, first }
+}
+
+/** The admissions of one key: what `make` returns. */
+export type Admissions = ReturnType<typeof make>

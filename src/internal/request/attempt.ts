@@ -1,0 +1,201 @@
+/**
+ * One attempt of a request: its admission, the exchange with its time limits, and what its outcome tells the rate
+ * limiter (the permit settled however it ends, the limits the response's headers carry).
+ * @internal
+ */
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type { Permit } from "../../layers/RateLimiter.js"
+import type { ApiError } from "../../schemas/Errors.js"
+import type { RateLimitInfo } from "../../schemas/RateLimit.js"
+import type { RequestOptions, ResponseMetadata } from "../../services/InferenceHttpClient.js"
+import { pacedByLimiter } from "../errors.js"
+import { totalTimeout } from "../transport.js"
+import type { Admission, Admissions, FirstAdmission } from "./admission.js"
+import { settleFailed } from "./permit.js"
+
+/** The time limits of an attempt. */
+export interface Timeouts {
+  readonly firstByte: Duration.Duration
+  readonly total: Duration.Duration
+}
+
+/** A response whose status line came back, handed to the reader of an attempt. */
+export interface Sent {
+  readonly response: HttpClientResponse.HttpClientResponse
+  readonly meta: ResponseMetadata
+  readonly endpoint: string
+  readonly permit: Permit | undefined
+  readonly timeouts: Timeouts
+  /** When the request went out (the total limit counts from here). */
+  readonly sentAt: number
+}
+
+/** What attempts are made with. */
+export interface Deps {
+  /** The limiter's admissions, when a limiter is on. */
+  readonly admissions: Admissions | undefined
+  /** Tells the limiter what a response said of a model's limits. */
+  readonly learn: (model: string, info: RateLimitInfo, status: number) => Effect.Effect<void>
+  /** The request as sent (base, key, accept): its endpoint as errors name it, its time limits. */
+  readonly prepare: (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, accept: string) => {
+    readonly prepared: HttpClientRequest.HttpClientRequest
+    readonly endpoint: string
+    readonly timeouts: Timeouts
+  }
+  /** One exchange up to the status line, with a first-byte limit when one is given. */
+  readonly send: (
+    request: HttpClientRequest.HttpClientRequest,
+    endpoint: string,
+    firstByte: Duration.Duration | undefined
+  ) => Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseMetadata], ApiError>
+}
+
+/** What an answer, or the error made of one, says to the limiter (other errors say nothing). */
+interface Answer {
+  readonly _tag?: string
+  readonly status?: number | undefined
+  readonly rateLimit?: RateLimitInfo | undefined
+}
+
+/** What the outcome of an attempt does: see `outcomeOf`. */
+interface Outcome {
+  /** Set as the request is handed to the HTTP client: from then on, the server may count it. */
+  sending: boolean
+  settled: boolean
+  readonly settle: (error: ApiError | undefined, meta?: ResponseMetadata) => Effect.Effect<ApiError | undefined>
+  readonly unsettled: (exit: Exit.Exit<unknown, unknown>) => Effect.Effect<void>
+}
+
+/** The outcome of an attempt without a limiter: nothing to settle or learn. */
+const unlimited = (): Outcome => ({
+  sending: false,
+  settled: false,
+  settle: Effect.succeed,
+  unsettled: () => Effect.void
+})
+
+/** The reader of an attempt's response. */
+export type Read<A> = (sent: Sent) => Effect.Effect<A, ApiError>
+
+/** Makes the attempts of requests from `deps`. */
+export const make = (deps: Deps) => {
+  /** Sends the prepared request and reads its answer, all within the total time limit from sending. */
+  const exchange = <A>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    accept: string,
+    permit: Permit | undefined,
+    outcome: Outcome,
+    read: Read<A>
+  ) =>
+    Effect.clockWith((clock) => {
+      const { endpoint, prepared, timeouts } = deps.prepare(request, options, accept)
+      const sentAt = clock.unsafeCurrentTimeMillis()
+      // a first-byte limit no shorter than the total one could never fire first: one timer is enough
+      const firstByte = Duration.lessThan(timeouts.firstByte, timeouts.total) ? timeouts.firstByte : undefined
+      return Effect.suspend(() => {
+        outcome.sending = true
+        return deps.send(prepared, endpoint, firstByte)
+      }).pipe(
+        Effect.catchAll((error) => Effect.flatMap(outcome.settle(error), (settled) => Effect.fail(settled ?? error))),
+        Effect.tap(([, meta]) => outcome.settle(undefined, meta)),
+        Effect.flatMap(([response, meta]) => read({ response, meta, endpoint, permit, timeouts, sentAt })),
+        totalTimeout(timeouts.total, endpoint)
+      )
+    })
+
+  /** An attempt without a limiter: nothing to admit, settle or learn. */
+  const plain = <A>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    accept: string,
+    read: Read<A>
+  ) => exchange(request, options, accept, undefined, unlimited(), read)
+
+  /**
+   * An attempt through the rate limiter: takes the first admission or waits for capacity, sends, learns from the
+   * response's headers, settles the permit however the attempt ends, and reads the response with `read`.
+   */
+  const limited = <A>(
+    admissions: Admissions,
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    accept: string,
+    read: Read<A>,
+    first: FirstAdmission
+  ) =>
+    // uninterruptible between the limiter's grant and the guard that settles it: an interruption lands only
+    // inside `restore`, where the permit is always accounted for
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        first.admission === undefined ? admissions.guarded(restore, request, options) : Effect.succeed(first.admission),
+        (admission) => {
+          first.admission = undefined
+          const outcome = outcomeOf(admission, deps.learn)
+          // interrupted or timed out before the answer: once sent, the server may have counted the request, so it
+          // stays counted from now (the limiter never gives back what the server may hold); not sent: it comes back
+          return Effect.onExit(
+            restore(exchange(request, admission.options, accept, admission.permit, outcome, read)),
+            (exit) => outcome.unsettled(exit)
+          )
+        }
+      )
+    )
+
+  /** One attempt: through the limiter when it is on. */
+  return <A>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    accept: string,
+    read: Read<A>,
+    first: FirstAdmission
+  ): Effect.Effect<A, ApiError> =>
+    deps.admissions === undefined
+      ? plain(request, options, accept, read)
+      : limited(deps.admissions, request, options, accept, read, first)
+}
+
+/**
+ * What the outcome of an admitted attempt tells the limiter. `settle` takes the exchange's error, or the metadata of
+ * an answer with a 2xx status, and returns the error to fail with (a 429 the limiter paces comes back as
+ * `pacedByLimiter`); `unsettled` settles a permit the exchange never reached (interrupted, timed out).
+ */
+const outcomeOf = ({ model, permit }: Admission, learn: Deps["learn"]): Outcome => {
+  const learnt = (info: RateLimitInfo | undefined, status: number | undefined) =>
+    model === undefined || info === undefined ? Effect.void : learn(model, info, status ?? 0)
+  /** The permit's settlement, and the error to fail with. */
+  const settlement = (permit: Permit, error: ApiError | undefined): Effect.Effect<ApiError | undefined> => {
+    if (error === undefined) return Effect.as(permit.succeeded, undefined)
+    // a 429 the server did not count: the slot comes back, and a limiter that learns its limits measures them;
+    // when it then paces the retry itself (it waits until the window frees), the retry need not wait
+    if (error._tag === "RateLimited") {
+      return Effect.map(permit.throttled, (paced) => paced ? pacedByLimiter(error) : error)
+    }
+    return Effect.as(settleFailed(permit, error), error)
+  }
+  const state: Outcome = {
+    sending: false,
+    settled: false,
+    settle: (error: ApiError | undefined, meta?: ResponseMetadata): Effect.Effect<ApiError | undefined> => {
+      // marks the permit settled and settles it in one piece: `unsettled` leaves a settled permit alone
+      const settled = Effect.uninterruptible(Effect.suspend(() => {
+        state.settled = true
+        return permit === undefined ? Effect.succeed(error) : settlement(permit, error)
+      }))
+      // an answer's error carries the status and the limits it came with; other errors neither
+      const answer: Answer | undefined = error ?? meta
+      return Effect.zipLeft(settled, learnt(answer?.rateLimit, answer?.status))
+    },
+    unsettled: (exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
+      state.settled || permit === undefined || Exit.isSuccess(exit)
+        ? Effect.void
+        : state.sending
+        ? permit.answered
+        : permit.cancel
+  }
+  return state
+}

@@ -1,0 +1,98 @@
+/**
+ * A request on the wire: as sent (its base, the key, what it accepts, its endpoint and time limits), and one
+ * exchange up to the status line, each status counted.
+ * @internal
+ */
+import * as Headers from "@effect/platform/Headers"
+import type * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as Redacted from "effect/Redacted"
+import type { ClientConfig } from "../../layers/ClientConfig.js"
+import * as Metrics from "../../layers/ClientMetrics.js"
+import { type Base, type RequestOptions, ResponseMetadata } from "../../services/InferenceHttpClient.js"
+import * as Transport from "../transport.js"
+import type { Deps } from "./attempt.js"
+
+/**
+ * Counts every status that comes back, and the 429s apart: one tagged counter per status, made once (tagging
+ * builds a new metric key each time).
+ */
+export const statusCounter = () => {
+  const byStatus = new Map<number, Metric.Metric.Counter<number>>()
+  return (status: number): Effect.Effect<void> => {
+    let counter = byStatus.get(status)
+    if (counter === undefined) {
+      counter = Metric.tagged(Metrics.requests, "status", String(status))
+      byStatus.set(status, counter)
+    }
+    const counted = Metric.increment(counter)
+    return status === 429 ? Effect.zipRight(counted, Metric.increment(Metrics.rateLimited)) : counted
+  }
+}
+
+/**
+ * The request as sent, from a service's relative one: on its base, with the key, what it accepts and the client's
+ * name, its endpoint as errors name it, its time limits (the queue waits for capacity, so longer). What does not
+ * change from request to request (the headers, the bases' paths) is made once.
+ */
+export const preparer = (config: ClientConfig["Type"]) => {
+  const bases: Record<Base, string> = { v2: config.baseUrl, v1: config.v1Url, queue: config.queueUrl }
+  const paths: Record<Base, string> = {
+    v2: Transport.pathOf(config.baseUrl).replace(/\/$/, ""),
+    v1: Transport.pathOf(config.v1Url).replace(/\/$/, ""),
+    queue: Transport.pathOf(config.queueUrl).replace(/\/$/, "")
+  }
+  const headers = new Map<string, Headers.Headers>()
+  const headersFor = (accept: string) => {
+    let made = headers.get(accept)
+    if (made === undefined) {
+      made = Headers.fromInput({
+        authorization: `Bearer ${Redacted.value(config.apiKey)}`,
+        accept,
+        "user-agent": Transport.userAgent
+      })
+      headers.set(accept, made)
+    }
+    return made
+  }
+  return (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, accept: string) => {
+    const base = options.base ?? "v2"
+    const queue = base === "queue"
+    const prepared = HttpClientRequest.setHeaders(
+      HttpClientRequest.prependUrl(request, bases[base]),
+      headersFor(accept)
+    )
+    return {
+      prepared,
+      // a service's URL is relative to its base: the endpoint needs no URL parsed
+      endpoint: request.url.startsWith("/")
+        ? `${request.method} ${paths[base]}${Transport.pathOf(request.url)}`
+        : Transport.endpointOf(prepared),
+      timeouts: {
+        firstByte: options.firstByteTimeout === undefined
+          ? queue ? config.queueTimeout : config.firstByteTimeout
+          : Duration.decode(options.firstByteTimeout),
+        total: options.timeout === undefined
+          ? queue ? config.queueTimeout : config.timeout
+          : Duration.decode(options.timeout)
+      }
+    }
+  }
+}
+
+/** One exchange up to the status line (see `Transport.send`), each status counted. */
+export const sender = (
+  client: HttpClient.HttpClient,
+  config: ClientConfig["Type"],
+  redact: (text: string) => string
+): Deps["send"] => {
+  const observe = statusCounter()
+  return (request, endpoint, firstByte) =>
+    Effect.map(
+      Transport.send(client, request, endpoint, redact, { firstByte, connect: config.connectTimeout, observe }),
+      ([response, info]) => [response, new ResponseMetadata(info)] as const
+    )
+}
