@@ -4,14 +4,16 @@
  * @internal
  */
 
-const tokenPattern = /[\p{L}\p{N}]+|[^\s\p{L}\p{N}]/gu
+// a word (letters and digits, captured) or one other visible character
+const tokenPattern = /([\p{L}\p{N}]+)|[^\s\p{L}\p{N}]/gu
 
-/** Estimated tokens of a text. */
+/** Estimated tokens of a text: a quarter of each word's length (rounded up), one per other visible character. */
 export const estimateText = (text: string): number => {
   let total = 0
-  for (const match of text.matchAll(tokenPattern)) {
-    const piece = match[0]
-    total += /^[\p{L}\p{N}]/u.test(piece) ? Math.ceil(piece.length / 4) : 1
+  tokenPattern.lastIndex = 0
+  for (let match = tokenPattern.exec(text); match !== null; match = tokenPattern.exec(text)) {
+    const word = match[1]
+    total += word === undefined ? 1 : Math.ceil(word.length / 4)
   }
   return total
 }

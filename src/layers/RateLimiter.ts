@@ -379,6 +379,7 @@ export const make = (
         const override = options.limits?.[model]
         const sourceOf = (configured: number | undefined): LimitSource =>
           configured !== undefined ? "configured" : preset === undefined ? "unknown" : "preset"
+        const learns = auto && (override?.rpm === undefined || override.tpm === undefined)
         bucket = {
           id,
           key,
@@ -387,8 +388,9 @@ export const make = (
           tokens: override?.tpm ?? preset?.tpm ?? unlimited,
           requestsSource: sourceOf(override?.rpm),
           tokensSource: sourceOf(override?.tpm),
-          learning: auto ? Learning.initial(0) : undefined,
-          recalled: !auto,
+          // a limit configured for each dimension leaves nothing to learn
+          learning: learns ? Learning.initial(0) : undefined,
+          recalled: !learns,
           inFlight: new Map(),
           admissions: 0,
           binding: undefined,
@@ -494,9 +496,11 @@ export const make = (
           Effect.map(Clock.currentTimeMillis, (now) => stateOf(bucket, now))
         ))
     )
-    // only the bucket that changed is recomputed: with thousands of callers waiting, every acquire publishes
+    // published only while someone watches `changes` (a watcher starts from the states as they are then); only the
+    // bucket that changed is recomputed: with thousands of callers waiting, every acquire publishes
+    let watchers = 0
     const publish = (bucket: Bucket) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      watchers === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const state = stateOf(bucket, now)
         return SubscriptionRef.update(states, (all) => {
           const index = all.findIndex((s) => s.key === state.key && s.model === state.model)
@@ -947,7 +951,20 @@ export const make = (
       learn,
       learnModels,
       snapshot,
-      changes: states.changes,
+      changes: Stream.unwrapScoped(
+        Effect.zipRight(
+          Effect.acquireRelease(Effect.sync(() => watchers++), () => Effect.sync(() => watchers--)),
+          Effect.clockWith((clock) =>
+            Effect.as(
+              SubscriptionRef.set(
+                states,
+                [...buckets.values()].map((b) => stateOf(b, clock.unsafeCurrentTimeMillis()))
+              ),
+              states.changes
+            )
+          )
+        )
+      ),
       enabled: true,
       queueRouting: options.queueRouting ?? false
     }
