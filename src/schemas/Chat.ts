@@ -34,6 +34,7 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import type * as SchemaAST from "effect/SchemaAST"
 import { Nullish, OpenEnum, Usage } from "./Shared.js"
 
 /**
@@ -561,39 +562,116 @@ const choiceWithDefaults = (
     true
   )
 
+const nullishString = (u: unknown) => u === undefined || u === null || typeof u === "string"
+const nullishNumber = (u: unknown) => u === undefined || u === null || typeof u === "number"
+const deltaKeys = ["role", "content", "reasoning_content", "refusal"] as const
+const deltaFields = [...deltaKeys, "tool_calls"]
+const choiceKeys = ["index", "finish_reason", "logprobs"]
+
+/** The fields of `keys` that `from` has; undefined when one is set to `undefined` (the schema then decides). */
+const pick = (from: Record<string, unknown>, keys: ReadonlyArray<string>): Record<string, unknown> | undefined => {
+  const picked: Record<string, unknown> = {}
+  for (const key of keys) {
+    const value = from[key]
+    if (value !== undefined) picked[key] = value
+    else if (key in from) return undefined
+  }
+  return picked
+}
+
+const record = (u: unknown): Record<string, unknown> | undefined =>
+  typeof u === "object" && u !== null && !Array.isArray(u) ? u as Record<string, unknown> : undefined
+
+/** A choice of the common chunk (an index, a delta of text fields only), or undefined for any other. */
+const commonChoice = (u: unknown): ChatCompletionChunkChoice | undefined => {
+  const choice = record(u)
+  const delta = record(choice?.delta)
+  if (choice === undefined || delta === undefined || typeof choice.index !== "number") return undefined
+  if (!nullishString(choice.finish_reason) || (delta.tool_calls !== undefined && delta.tool_calls !== null)) {
+    return undefined
+  }
+  for (const key of deltaKeys) {
+    if (!nullishString(delta[key])) return undefined
+  }
+  const picked = pick(choice, choiceKeys)
+  const fields = pick(delta, deltaFields)
+  if (picked === undefined || fields === undefined) return undefined
+  picked.delta = fields
+  return picked as ChatCompletionChunkChoice
+}
+
+const chunkKeys = ["id", "object", "created", "model", "system_fingerprint", "usage"]
+
 /**
- * Decodes exactly like `ChatCompletionChunk`, several times faster: the wire shape (its encoded side, with no
- * per-field default transformations, each of which checks both of its sides) is checked once, and the
- * constructors fill in the defaults. Streams decode one chunk per token, so they use this one.
+ * The common chunk (one per token: text deltas, no usage, no tool calls), checked by hand and built with only the
+ * schema's fields; undefined for any other input, which the schema then decodes in full.
+ */
+const commonChunk = (u: unknown): ChatCompletionChunk | undefined => {
+  const wire = record(u)
+  if (wire === undefined || !Array.isArray(wire.choices) || (wire.usage !== undefined && wire.usage !== null)) {
+    return undefined
+  }
+  if (!(wire.id === undefined || typeof wire.id === "string")) return undefined
+  if (!(wire.model === undefined || typeof wire.model === "string")) return undefined
+  if (!nullishString(wire.object) || !nullishNumber(wire.created) || !nullishString(wire.system_fingerprint)) {
+    return undefined
+  }
+  const choices: Array<ChatCompletionChunkChoice> = []
+  for (const each of wire.choices) {
+    const choice = commonChoice(each)
+    if (choice === undefined) return undefined
+    choices.push(choice)
+  }
+  const fields = pick(wire, chunkKeys)
+  if (fields === undefined) return undefined
+  fields.choices = choices
+  return new ChatCompletionChunk(fields as ConstructorParameters<typeof ChatCompletionChunk>[0], true)
+}
+
+const decodeWire = ParseResult.decodeUnknown(Schema.encodedSchema(ChatCompletionChunk))
+
+/**
+ * Decodes a chunk whose wire shape is checked: the usage by its class, the choices' defaults by their constructors
+ * (no per-field default transformations, each of which checks both of its sides).
+ */
+const fromCheckedWire = (wire: typeof ChatCompletionChunk.Encoded, ast: SchemaAST.AST) => {
+  // the usage chunk comes once per stream: its class decodes as usual
+  const usage = wire.usage === undefined || wire.usage === null ? Either.right(wire.usage) : decodeUsage(wire.usage)
+  if (Either.isLeft(usage)) return ParseResult.fail(new ParseResult.Type(ast, wire, "invalid usage"))
+  const { choices, ...rest } = wire
+  return ParseResult.succeed(
+    new ChatCompletionChunk(
+      {
+        ...rest,
+        ...(wire.usage === undefined ? {} : { usage: usage.right }),
+        ...(choices === undefined ? {} : { choices: choices.map(choiceWithDefaults) })
+      } as ConstructorParameters<typeof ChatCompletionChunk>[0],
+      true
+    )
+  )
+}
+
+/**
+ * Decodes exactly like `ChatCompletionChunk`, several times faster: the common chunk (one per token) is checked by
+ * hand; any other has its wire shape (the class's encoded side) checked once, and the constructors fill in the
+ * defaults. Streams decode one chunk per token, so they use this one.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const ChatCompletionChunkFromWire: Schema.Schema<ChatCompletionChunk, typeof ChatCompletionChunk.Encoded> =
-  Schema.transformOrFail(Schema.encodedSchema(ChatCompletionChunk), Schema.typeSchema(ChatCompletionChunk), {
-    strict: true,
-    decode: (wire, _, ast) => {
-      // the usage chunk comes once per stream: its class decodes as usual
-      const usage = wire.usage === undefined || wire.usage === null ? Either.right(wire.usage) : decodeUsage(wire.usage)
-      if (Either.isLeft(usage)) return ParseResult.fail(new ParseResult.Type(ast, wire, "invalid usage"))
-      const { choices, ...rest } = wire
-      return ParseResult.succeed(
-        new ChatCompletionChunk(
-          {
-            ...rest,
-            ...(wire.usage === undefined ? {} : { usage: usage.right }),
-            ...(choices === undefined ? {} : {
-              choices: choices.map((choice) =>
-                // the common chunk (index and a delta without tool calls) has no default to fill
-                choice.index !== undefined && choice.delta !== undefined && choice.delta.tool_calls == null
-                  ? choice as typeof ChatCompletionChunkChoice.Type
-                  : choiceWithDefaults(choice)
-              )
-            })
-          } as ConstructorParameters<typeof ChatCompletionChunk>[0],
-          true
-        )
-      )
-    },
-    encode: (chunk) => ParseResult.encode(ChatCompletionChunk)(chunk)
-  })
+  Schema.transformOrFail(
+    // checked by the decoding below
+    Schema.declare((_: unknown): _ is typeof ChatCompletionChunk.Encoded => true),
+    Schema.typeSchema(ChatCompletionChunk),
+    {
+      strict: true,
+      decode: (input, options, ast) => {
+        const common = commonChunk(input)
+        return common === undefined
+          ? ParseResult.flatMap(decodeWire(input, options), (wire) => fromCheckedWire(wire, ast))
+          : ParseResult.succeed(common)
+      },
+      encode: (chunk) => ParseResult.encode(ChatCompletionChunk)(chunk)
+    }
+  )

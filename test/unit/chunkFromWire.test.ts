@@ -36,6 +36,46 @@ describe("ChatCompletionChunkFromWire", () => {
     )
   })
 
+  it("the common chunk (checked by hand: text deltas, no usage, no tool calls) too, extra fields at every level", () => {
+    const text = FastCheck.option(FastCheck.string({ maxLength: 6 }), { nil: null })
+    const extra = FastCheck.dictionary(FastCheck.constantFrom("x", "tool", "id2"), FastCheck.jsonValue({ maxDepth: 1 }))
+    const delta = FastCheck.record(
+      { role: text, content: text, reasoning_content: text, refusal: text, tool_calls: FastCheck.constant(null) },
+      { requiredKeys: [] }
+    )
+    const choice = FastCheck.record({
+      index: FastCheck.nat(3),
+      delta: FastCheck.tuple(extra, delta).map(([more, d]) => ({ ...more, ...d })),
+      finish_reason: FastCheck.option(FastCheck.constantFrom("stop", "length", "other"), { nil: null }),
+      logprobs: FastCheck.jsonValue({ maxDepth: 1 })
+    }, { requiredKeys: ["index", "delta"] })
+    const chunk = FastCheck.record({
+      id: FastCheck.string({ maxLength: 4 }),
+      object: text,
+      created: FastCheck.option(FastCheck.nat(), { nil: null }),
+      model: FastCheck.string({ maxLength: 4 }),
+      system_fingerprint: text,
+      usage: FastCheck.constant(null),
+      choices: FastCheck.array(FastCheck.tuple(extra, choice).map(([more, c]) => ({ ...more, ...c })), { maxLength: 3 })
+    }, { requiredKeys: ["choices"] })
+    FastCheck.assert(
+      FastCheck.property(extra, chunk, (more, c) => same(JSON.parse(JSON.stringify({ ...more, ...c })))),
+      { numRuns: 400 }
+    )
+    // a field of the wrong type is refused by both, wherever it is
+    for (
+      const wrong of [{ id: 1 }, { model: null }, { created: "1" }, { choices: [{ index: 0, delta: { content: 1 } }] }]
+    ) {
+      same({ choices: [], ...wrong })
+    }
+    // a field set to undefined (never from JSON, but a value a user may decode) is left to the schema
+    for (
+      const input of [{ id: undefined }, { object: undefined }, { choices: [{ index: 0, delta: { role: undefined } }] }]
+    ) {
+      same({ choices: [], ...input })
+    }
+  })
+
   it("refuses what the class refuses, accepts what it accepts, for arbitrary JSON", () => {
     FastCheck.assert(FastCheck.property(FastCheck.jsonValue({ maxDepth: 4 }), same), { numRuns: 400 })
   })
