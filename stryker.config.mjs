@@ -19,7 +19,18 @@ export const groups = {
   ],
   limiter: ["src/layers/RateLimiter.ts", "src/layers/LimiterStore.ts", "src/internal/learning.ts"],
   redis: ["src/redis.ts"],
-  transport: ["src/internal/transport.ts", "src/layers/InferenceHttp.ts"],
+  transport: [
+    "src/internal/transport.ts",
+    "src/layers/InferenceHttp.ts",
+    "src/internal/request/admission.ts",
+    "src/internal/request/attempt.ts",
+    "src/internal/request/deadline.ts",
+    "src/internal/request/events.ts",
+    "src/internal/request/operation.ts",
+    "src/internal/request/permit.ts",
+    "src/internal/request/retry.ts",
+    "src/internal/request/wire.ts"
+  ],
   // not the output lock (src/cli/outputLock.ts): its per-test coverage is not attributed to its later tests (a mutant
   // reported as surviving fails them when applied by hand), so its score would say nothing; its tests stand alone
   batch: ["src/services/Batch.ts", "src/cli/batch.ts", "src/cli/batchOutput.ts", "src/cli/progress.ts"]

@@ -832,7 +832,8 @@ export const make = (
               bucket.busy = true
             }
             return turn.pipe(
-              Effect.zipRight(admit(restore, arrived)),
+              // built when the turn comes: a caller waiting in line holds no admission loop
+              Effect.zipRight(Effect.suspend(() => admit(restore, arrived))),
               // interrupted in line: the place is given up; otherwise the turn goes on to whoever is next
               Effect.onExit(() =>
                 Effect.suspend(() => {
