@@ -76,7 +76,16 @@ export class Log<E extends Entry> {
     this.items.splice(index, 1)
     this.requests -= entry.requests
     this.tokens -= entry.tokens
+    if (this.size === 0) this.clear()
     return true
+  }
+
+  /** Empties the log; its totals start again from zero (what rounding may have left in them is gone). */
+  private clear(): void {
+    this.items.length = 0
+    this.head = 0
+    this.requests = 0
+    this.tokens = 0
   }
 
   /** Sets the tokens an entry counts. */
@@ -94,8 +103,7 @@ export class Log<E extends Entry> {
       this.tokens -= gone.tokens
     }
     if (this.head === this.items.length) {
-      this.items.length = 0
-      this.head = 0
+      this.clear()
     } else if (this.head > 1024 && this.head * 2 > this.items.length) {
       this.items.splice(0, this.head)
       this.head = 0

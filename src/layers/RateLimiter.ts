@@ -500,13 +500,16 @@ export const make = (
     // bucket that changed is recomputed: with thousands of callers waiting, every acquire publishes
     let watchers = 0
     const publish = (bucket: Bucket) =>
-      watchers === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const state = stateOf(bucket, now)
-        return SubscriptionRef.update(states, (all) => {
-          const index = all.findIndex((s) => s.key === state.key && s.model === state.model)
-          return index < 0 ? [...all, state] : all.map((s, i) => (i === index ? state : s))
+      // asked when it runs, not when it is built: a watcher may have come in between
+      Effect.suspend(() =>
+        watchers === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const state = stateOf(bucket, now)
+          return SubscriptionRef.update(states, (all) => {
+            const index = all.findIndex((s) => s.key === state.key && s.model === state.model)
+            return index < 0 ? [...all, state] : all.map((s, i) => (i === index ? state : s))
+          })
         })
-      })
+      )
 
     /**
      * The limits a reservation of `tokens` is checked against. A learnt token limit is an estimate: a request above it

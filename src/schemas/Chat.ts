@@ -32,6 +32,7 @@
  * @since 0.1.0
  */
 import * as Either from "effect/Either"
+import * as JSONSchema from "effect/JSONSchema"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as SchemaAST from "effect/SchemaAST"
@@ -579,8 +580,11 @@ const pick = (from: Record<string, unknown>, keys: ReadonlyArray<string>): Recor
   return picked
 }
 
+/** A plain object (as `JSON.parse` makes them: no fields inherited from elsewhere), or undefined. */
 const record = (u: unknown): Record<string, unknown> | undefined =>
-  typeof u === "object" && u !== null && !Array.isArray(u) ? u as Record<string, unknown> : undefined
+  typeof u === "object" && u !== null && Object.getPrototypeOf(u) === Object.prototype
+    ? u as Record<string, unknown>
+    : undefined
 
 /** A choice of the common chunk (an index, a delta of text fields only), or undefined for any other. */
 const commonChoice = (u: unknown): ChatCompletionChunkChoice | undefined => {
@@ -661,13 +665,19 @@ const fromCheckedWire = (wire: typeof ChatCompletionChunk.Encoded, ast: SchemaAS
  */
 export const ChatCompletionChunkFromWire: Schema.Schema<ChatCompletionChunk, typeof ChatCompletionChunk.Encoded> =
   Schema.transformOrFail(
-    // checked by the decoding below
-    Schema.declare((_: unknown): _ is typeof ChatCompletionChunk.Encoded => true),
+    // the wire value, checked by the decoding below (by hand or by the class's encoded side)
+    Schema.declare((_: unknown): _ is typeof ChatCompletionChunk.Encoded => true, {
+      identifier: "ChatCompletionChunkWire",
+      jsonSchema: JSONSchema.make(Schema.encodedSchema(ChatCompletionChunk))
+    }),
     Schema.typeSchema(ChatCompletionChunk),
     {
       strict: true,
       decode: (input, options, ast) => {
-        const common = commonChunk(input)
+        // excess fields refused or kept as asked: the schema's own decoding
+        const common = options?.onExcessProperty === "error" || options?.onExcessProperty === "preserve"
+          ? undefined
+          : commonChunk(input)
         return common === undefined
           ? ParseResult.flatMap(decodeWire(input, options), (wire) => fromCheckedWire(wire, ast))
           : ParseResult.succeed(common)

@@ -76,6 +76,21 @@ describe("ChatCompletionChunkFromWire", () => {
     }
   })
 
+  it("decodes as the class under the caller's options, and never reads an inherited field", () => {
+    const common = { id: "c", choices: [{ index: 0, delta: { content: "x", extra: 1 } }], extra: 2 }
+    for (const onExcessProperty of ["error", "preserve", "ignore"] as const) {
+      const slowWith = Schema.decodeUnknownEither(ChatCompletionChunk, { onExcessProperty })(common)
+      const fastWith = Schema.decodeUnknownEither(ChatCompletionChunkFromWire, { onExcessProperty })(common)
+      assert.strictEqual(fastWith._tag, slowWith._tag, onExcessProperty)
+      if (Either.isRight(slowWith) && Either.isRight(fastWith)) assert.deepStrictEqual(fastWith.right, slowWith.right)
+    }
+    const inherited = Object.create({ id: "inherited", model: "inherited" }, {
+      choices: { value: [], enumerable: true }
+    })
+    same(inherited)
+    assert.strictEqual(Schema.decodeUnknownSync(ChatCompletionChunkFromWire)(inherited).id, "")
+  })
+
   it("refuses what the class refuses, accepts what it accepts, for arbitrary JSON", () => {
     FastCheck.assert(FastCheck.property(FastCheck.jsonValue({ maxDepth: 4 }), same), { numRuns: 400 })
   })

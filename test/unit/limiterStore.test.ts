@@ -106,6 +106,21 @@ describe("the sliding-window arithmetic", () => {
     assert.deepStrictEqual([log.size, log.requests, log.tokens, log.first()], [0, 0, 0, undefined])
   })
 
+  it("an emptied log counts from zero again: what rounding left in the totals is gone", () => {
+    const log = new SlidingWindowLog.Log<SlidingWindowLog.Entry>()
+    const small = { at: 0, requests: 1, tokens: 5 }
+    const huge = { at: 1, requests: 1, tokens: 1e17 }
+    log.insert(small)
+    log.insert(huge)
+    log.remove(huge)
+    // 5 + 1e17 - 1e17 is 0 in floating point: the running total is off while the small entry stays
+    log.prune(100, 50)
+    assert.deepStrictEqual([log.size, log.requests, log.tokens], [0, 0, 0])
+    log.insert(huge)
+    log.remove(huge)
+    assert.deepStrictEqual([log.size, log.requests, log.tokens], [0, 0, 0])
+  })
+
   it("waitFor says per dimension how long until one more request fits", () => {
     const entries = [
       { at: 0, requests: 1, tokens: 40 },
