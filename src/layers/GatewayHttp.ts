@@ -26,6 +26,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import { makeRedactor } from "../internal/redact.js"
+import { decodeJson } from "../internal/request/decode.js"
 import * as Transport from "../internal/transport.js"
 import { type ApiError, TransportError } from "../schemas/Errors.js"
 import { GatewayHttpClient, type RequestOptions } from "../services/gateway/GatewayHttpClient.js"
@@ -74,7 +75,7 @@ export const make: Effect.Effect<
     const attempt = Transport.send(client, prepared, endpoint, redact, { connect: config.connectTimeout }).pipe(
       Effect.flatMap(([response, info]) =>
         Transport.readText(response, endpoint).pipe(
-          Effect.flatMap((text) => Transport.decodeJson(schema, text, info, endpoint, redact)),
+          Effect.flatMap((text) => decodeJson(schema, text, info, endpoint, redact)),
           Effect.map((value) => ({ value, response: new ResponseMetadata(info) }))
         )
       ),

@@ -41,6 +41,7 @@ import * as Stream from "effect/Stream"
 import { fingerprint, makeRedactor } from "../internal/redact.js"
 import * as Admission from "../internal/request/admission.js"
 import * as Attempt from "../internal/request/attempt.js"
+import { decodeJson } from "../internal/request/decode.js"
 import { decodeJsonEvents, eventsOf, expectEventStream } from "../internal/request/events.js"
 import * as Operation from "../internal/request/operation.js"
 import { reconcile } from "../internal/request/permit.js"
@@ -115,7 +116,7 @@ export const make: Effect.Effect<
       "application/json",
       ({ endpoint, meta, permit, response }) =>
         Transport.readText(response, endpoint).pipe(
-          Effect.flatMap((text) => Transport.decodeJson(schema, text, meta, endpoint, redact)),
+          Effect.flatMap((text) => decodeJson(schema, text, meta, endpoint, redact)),
           Effect.tap((value) =>
             options.span === undefined
               ? reconcile(permit, value)

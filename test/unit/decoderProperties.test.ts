@@ -24,8 +24,9 @@ import { parseDurationInput, parseResetMillis } from "../../src/internal/duratio
 import { excerpt, fromResponse, fromStreamError, maxExcerpt, retryAfterFromMessage } from "../../src/internal/errors.js"
 import { parseRateLimitInfo, parseRetryAfter } from "../../src/internal/headers.js"
 import { makeRedactor } from "../../src/internal/redact.js"
+import * as Decode from "../../src/internal/request/decode.js"
 import { decodeEvents } from "../../src/internal/sse.js"
-import * as Transport from "../../src/internal/transport.js"
+import type * as Transport from "../../src/internal/transport.js"
 import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
 import * as Testing from "../../src/layers/Testing.js"
 import * as AudioSchemas from "../../src/schemas/Audio.js"
@@ -313,7 +314,7 @@ describe("the list of schemas", () => {
 
 describe("every response decoder, on bad input", () => {
   // the same inputs go to every decoder: a counterexample names the schema that broke
-  const decoders = schemas.map(([name, schema]) => [name, Transport.decoder(schema, endpoint, redact)] as const)
+  const decoders = schemas.map(([name, schema]) => [name, Decode.decoder(schema, endpoint, redact)] as const)
 
   it("arbitrary JSON gives a value or a DecodeError", () => {
     FastCheck.assert(
@@ -348,7 +349,7 @@ describe("every response decoder, on bad input", () => {
     forEachSchema(6, (name, schema) => {
       const samples = validSamples(schema)
       if (samples === undefined) return undefined
-      const decode = Transport.decoder(schema, endpoint, redact)
+      const decode = Decode.decoder(schema, endpoint, redact)
       const added = FastCheck.array(
         FastCheck.record({
           at: FastCheck.nat(),
@@ -379,7 +380,7 @@ describe("every response decoder, on bad input", () => {
     forEachSchema(8, (name, schema) => {
       const samples = validSamples(schema)
       if (samples === undefined) return undefined
-      const decode = Transport.decoder(schema, endpoint, redact)
+      const decode = Decode.decoder(schema, endpoint, redact)
       return FastCheck.property(samples, FastCheck.array(edit, { minLength: 1, maxLength: 4 }), (sample, edits) => {
         const body = JSON.stringify(mutate(sample, edits)) ?? "null"
         assertOutcome(name, decode.text(body, info))
@@ -393,7 +394,7 @@ describe("every response decoder, on bad input", () => {
     const large = JSON.stringify({ object: "list", data: Array.from({ length: 5_000 }, (_, i) => ({ id: i })) })
     const deep = "[".repeat(500) + "]".repeat(500)
     for (const [name, schema] of schemas) {
-      const decode = Transport.decoder(schema, endpoint, redact)
+      const decode = Decode.decoder(schema, endpoint, redact)
       for (const body of [large, deep, `{"id":${deep},"data":${deep},"choices":${deep}}`]) {
         assertOutcome(name, decode.text(body, info))
       }
@@ -404,7 +405,7 @@ describe("every response decoder, on bad input", () => {
   it("a body nested 5,000 deep gives a DecodeError, not a stack overflow", () => {
     const deepArray = "[".repeat(5_000) + "]".repeat(5_000)
     const deepObject = "{\"a\":".repeat(5_000) + "1" + "}".repeat(5_000)
-    const decode = Transport.decoder(ModelsSchemas.Model as AnySchema, endpoint, redact)
+    const decode = Decode.decoder(ModelsSchemas.Model as AnySchema, endpoint, redact)
     for (const body of [deepArray, deepObject, `{"id":${deepArray}}`]) assertOutcome("Model", decode.text(body, info))
   })
 })

@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Decode from "../../src/internal/request/decode.js"
 import * as Transport from "../../src/internal/transport.js"
 import type { ApiError } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
@@ -249,7 +250,7 @@ describe("a decode failure names the schema", () => {
       const depth = 20_000
       // the innermost child is not a tree: the decoder goes all the way down, and so would its error's formatter
       const body = "{\"children\":[".repeat(depth) + "7" + "]}".repeat(depth)
-      const decode = Transport.decoder(Tree, "GET /tree", (text) => text)
+      const decode = Decode.decoder(Tree, "GET /tree", (text) => text)
       const result = decode.text(body, {
         status: 200,
         requestId: undefined,

@@ -15,8 +15,9 @@ import type { ServerSentEvent } from "../../services/InferenceHttpClient.js"
 import { excerpt, fromHttpClientError, fromStreamError } from "../errors.js"
 import { annotateResponse } from "../spans.js"
 import { decodeEvents } from "../sse.js"
-import { decoder, readBounded } from "../transport.js"
+import { readBounded } from "../transport.js"
 import type { Sent } from "./attempt.js"
+import { decoder } from "./decode.js"
 import { reconcile, usageTotal } from "./permit.js"
 
 /** A 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show. */
