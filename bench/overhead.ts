@@ -225,7 +225,10 @@ export const run = async (): Promise<Report> => {
   const defaultsVsOpenai = ratio("effect-aifs (defaults)", "openai")
   const bareVsPlatform = ratio("effect-aifs", "@effect/platform HttpClient")
   const defaultsVsPlatform = ratio("effect-aifs (defaults)", "@effect/platform HttpClient")
-  const ratioRow = (name: string, r: (mode: Mode) => number) => [name, "ratio: sequential | 64 in flight", both(r), "", ""]
+  const ratioRow = (
+    name: string,
+    r: (mode: Mode) => number
+  ) => [name, "ratio: sequential | 64 in flight", both(r), "", ""]
   return {
     name: "overhead",
     title: "Overhead per request",
