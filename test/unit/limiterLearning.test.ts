@@ -163,6 +163,30 @@ describe("RateLimiter with tier auto", () => {
       yield* Fiber.join(third)
     }))
 
+  it.effect("a bucket whose limits are configured or preset learns nothing: not what the store kept, not from a 429", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<RateLimiter.Options> = [
+        { limits: { m: { rpm: 100, tpm: 10_000 } } },
+        { tier: "standard4000" }
+      ]
+      for (const options of cases) {
+        const store = LimiterStore.makeMemory()
+        yield* store.keepLearnt("key#1\u0000m", { requests: 3, tokens: 300 })
+        const { limiter } = yield* learner(options, store)
+        yield* succeed(limiter, 2)
+        const refused = yield* limiter.acquire(ticket())
+        // not paced by the limiter: the retry policy waits as for any 429
+        assert.isFalse(yield* refused.throttled)
+        const bucket = yield* bucketOf(limiter)
+        assert.notStrictEqual(bucket.requests.source, "learnt")
+        assert.isUndefined(bucket.probe)
+        // a bucket that had recalled learnt limits would take this 429 for the usage of a process before and close
+        // its window: this one goes on
+        const next = yield* Effect.fork(limiter.acquire(ticket()))
+        assert.isFalse(yield* stillWaiting(next), JSON.stringify(options))
+      }
+    }))
+
   it.effect("resumed, a 429 in the first window is the usage of the process before: it closes the window, measures nothing", () =>
     Effect.gen(function*() {
       const store = LimiterStore.makeMemory()
