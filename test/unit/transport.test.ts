@@ -65,6 +65,33 @@ describe("InferenceHttpClient (scripted transport)", () => {
       ])
     }))
 
+  it.effect("errors name the endpoint as sent: the base's path and the request's, a base at an origin's root included", () =>
+    Effect.gen(function*() {
+      const rec = yield* recorder(() => ({ status: 500, body: { error: { message: "down" } } }))
+      const endpointOn = (config: Partial<ClientConfig.Options>, base: "v2" | "v1" | "queue") =>
+        http((c) => c.json(HttpClientRequest.get("/models?limit=1"), ModelList, { base, retry: false })).pipe(
+          Effect.flip,
+          Effect.map((error) => error.endpoint),
+          Effect.provide(Testing.layerHttp(rec.handler, { config }))
+        )
+      const root = {
+        baseUrl: "https://llm.example.com",
+        v1Url: "https://llm.example.com",
+        queueUrl: "https://llm.example.com"
+      }
+      for (const base of ["v2", "v1", "queue"] as const) {
+        assert.strictEqual(yield* endpointOn(root, base), "GET /models", base)
+      }
+      const paths = {
+        baseUrl: "https://llm.example.com/v2/",
+        v1Url: "https://llm.example.com/a/v1",
+        queueUrl: "https://q.example.com/queue"
+      }
+      assert.strictEqual(yield* endpointOn(paths, "v2"), "GET /v2/models")
+      assert.strictEqual(yield* endpointOn(paths, "v1"), "GET /a/v1/models")
+      assert.strictEqual(yield* endpointOn(paths, "queue"), "GET /queue/models")
+    }))
+
   it.effect("explicit v1 and queue URLs win over the derived ones", () =>
     Effect.gen(function*() {
       const rec = yield* recorder(() => ({ body: modelListBody }))
