@@ -25,7 +25,6 @@ export const groups = {
     "src/internal/request/admission.ts",
     "src/internal/request/attempt.ts",
     "src/internal/request/decode.ts",
-    "src/internal/request/deadline.ts",
     "src/internal/request/events.ts",
     "src/internal/request/operation.ts",
     "src/internal/request/permit.ts",

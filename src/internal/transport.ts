@@ -13,7 +13,6 @@ import { type ApiError, Timeout, TransportError } from "../schemas/Errors.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import { fromHttpClientError, fromResponse } from "./errors.js"
 import { parseRateLimitInfo, requestId } from "./headers.js"
-import { deadline } from "./request/deadline.js"
 
 /** The `user-agent` of every request. */
 export const userAgent = "effect-aifs/0.1.0"
@@ -114,15 +113,18 @@ export const send = (
     )
   )
   const firstByte = options.firstByte
-  return (firstByte === undefined ? execute : deadline(execute, firstByte, () =>
-    new Timeout({
-      message: `no response within ${Duration.format(firstByte)}`,
-      endpoint,
-      timeout: "firstByte",
-      after: firstByte
-    }))).pipe(
-      Effect.flatMap((response) => answered(response, endpoint, redact, options.observe))
-    )
+  return (firstByte === undefined ? execute : Effect.timeoutFail(execute, {
+    duration: firstByte,
+    onTimeout: () =>
+      new Timeout({
+        message: `no response within ${Duration.format(firstByte)}`,
+        endpoint,
+        timeout: "firstByte",
+        after: firstByte
+      })
+  })).pipe(
+    Effect.flatMap((response) => answered(response, endpoint, redact, options.observe))
+  )
 }
 
 /** The metadata of a response whose status line came back; a non-2xx status becomes its typed error. */
@@ -162,11 +164,14 @@ export const readText = (response: HttpClientResponse.HttpClientResponse, endpoi
   Effect.mapError(response.text, (error) => fromHttpClientError(error, endpoint))
 
 /** Fails with `Timeout` (`total`) when `effect` takes longer than `after`. */
-export const totalTimeout = (after: Duration.Duration, endpoint: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  deadline(self, after, () =>
-    new Timeout({
-      message: `no complete response within ${Duration.format(after)}`,
-      endpoint,
-      timeout: "total",
-      after
-    }))
+export const totalTimeout = (after: Duration.Duration, endpoint: string) =>
+  Effect.timeoutFail({
+    duration: after,
+    onTimeout: () =>
+      new Timeout({
+        message: `no complete response within ${Duration.format(after)}`,
+        endpoint,
+        timeout: "total",
+        after
+      })
+  })
