@@ -4,7 +4,10 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   resolve: {
     // examples import the package by name, as its users do
-    alias: { "effect-aifs": fileURLToPath(new URL("./src/index.ts", import.meta.url)) }
+    alias: [
+      { find: /^effect-aifs\/ai$/, replacement: fileURLToPath(new URL("./src/ai.ts", import.meta.url)) },
+      { find: /^effect-aifs$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) }
+    ]
   },
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],

@@ -7,6 +7,7 @@ import { Chat, type ChatSchema, ClientConfig, Files, Testing, VectorStores } fro
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as AiToolkit from "./ai-toolkit.js"
 import * as Batch from "./batch.js"
 import * as ChatTools from "./chat-tools.js"
 import * as LimiterState from "./limiter-state.js"
@@ -46,6 +47,23 @@ const recordingChat = (
   ).pipe(Layer.provide(Testing.layerEmulator()))
 
 describe("examples", () => {
+  it.effect("ai-toolkit: the tool is called with the city, its result answers the next turn, an object decodes", () =>
+    Effect.gen(function*() {
+      capture()
+      const { answered, asked, forecast } = yield* AiToolkit.program
+      assert.deepStrictEqual(asked.toolCalls.map((call) => [call.name, call.params]), [["get_weather", {
+        city: "Berlin"
+      }]])
+      assert.deepStrictEqual(asked.toolResults.map((result) => result.result), [{
+        city: "Berlin",
+        celsius: 21,
+        sky: "sunny"
+      }])
+      assert.strictEqual(answered.finishReason, "stop")
+      assert.deepStrictEqual(forecast, { city: "Berlin", summary: "Berlin" })
+      assert.include(output, "the model called get_weather({\"city\":\"Berlin\"})")
+    }).pipe(Effect.provide(Testing.layerEmulator())))
+
   it.effect("chat-tools: the model asks for the tool, the code runs it, the result goes back, a final answer", () => {
     const sent: Array<{ params: ChatSchema.CreateChatCompletionParams; answer: ChatSchema.ChatCompletion }> = []
     return Effect.gen(function*() {

@@ -129,6 +129,61 @@ const salientWord = (text: string): string => {
 }
 
 /**
+ * A value of a JSON schema's shape, so that structured output parses and validates.
+ *
+ * @since 0.3.0
+ * @category generation
+ */
+export const exampleOf = (schema: unknown, depth = 0, root: unknown = schema): unknown => {
+  const s = (typeof schema === "object" && schema !== null ? schema : {}) as Record<string, unknown>
+  if (depth > 8) return null
+  if (typeof s.$ref === "string") return exampleOf(resolveRef(root, s.$ref), depth + 1, root)
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0]
+  if ("const" in s) return s.const
+  const alternatives = s.anyOf ?? s.oneOf
+  if (Array.isArray(alternatives) && alternatives.length > 0) return exampleOf(alternatives[0], depth + 1, root)
+  switch (s.type) {
+    case "object": {
+      const properties = (s.properties ?? {}) as Record<string, unknown>
+      return Object.fromEntries(
+        Object.entries(properties).map(([name, sub]) => [name, exampleOf(sub, depth + 1, root)])
+      )
+    }
+    case "array":
+      return [exampleOf(s.items, depth + 1, root)]
+    case "number":
+      return 1.5
+    case "integer":
+      return 1
+    case "boolean":
+      return true
+    case "null":
+      return null
+    default:
+      return "example"
+  }
+}
+
+/** The schema a local `$ref` (`#/$defs/Name`) points at in `root`, or none. */
+const resolveRef = (root: unknown, ref: string): unknown => {
+  let at: unknown = root
+  for (const key of ref.replace(/^#\//, "").split("/")) {
+    at = typeof at === "object" && at !== null ? (at as Record<string, unknown>)[key] : undefined
+  }
+  return at
+}
+
+/** The content of an answer that must be JSON (`response_format` `json_schema` or `json_object`), if it must. */
+const structuredContent = (params: CreateChatCompletionParams, text: string): string | undefined => {
+  const format = params.response_format
+  if (format?.type === "json_schema") {
+    const spec = format.json_schema as { readonly schema?: unknown } | undefined
+    return JSON.stringify(exampleOf(spec?.schema))
+  }
+  return format?.type === "json_object" ? JSON.stringify({ answer: text }) : undefined
+}
+
+/**
  * Plans the answer to a chat request, deterministically from its content.
  *
  * @since 0.1.0
@@ -157,7 +212,9 @@ export const planChat = (model: CatalogueModel, params: CreateChatCompletionPara
   const topic = lastUserText(params.messages).split(/\s+/).filter(Boolean).slice(0, 6).join(" ")
   const natural = naturalLength(seed)
   const room = Math.max(0, Math.min(natural, budget - reasoningTokens))
-  const content = generatePieces(seed, topic ? `On "${topic}": ` : "", room)
+  const generated = generatePieces(seed, topic ? `On "${topic}": ` : "", room)
+  const json = structuredContent(params, generated.join(""))
+  const content = json === undefined ? generated : [json]
   const contentTokens = content.reduce((n, p) => n + countTokens(p), 0)
   return {
     reasoning,

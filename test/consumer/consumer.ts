@@ -86,18 +86,29 @@ const tsconfig = {
   include: ["quickstart.ts", "quickstart.cts"]
 }
 
-/** `redis`: the optional peer ioredis is installed, so the `effect-aifs/redis` entry must load too. */
-const probe = (kind: "esm" | "cjs", redis: boolean) => {
+/** Optional peers installed (ioredis, @effect/ai): their entries (`effect-aifs/redis`, `effect-aifs/ai`) must load too. */
+interface Optional {
+  readonly redis: boolean
+  readonly ai: boolean
+}
+
+const probe = (kind: "esm" | "cjs", { ai, redis }: Optional) => {
   const load = (specifier: string) => kind === "esm" ? `await import("${specifier}")` : `require("${specifier}")`
   const body = [
     `const root = ${load("effect-aifs")}`,
     `const chat = ${load("effect-aifs/services/Chat")}`,
     `const node = ${load("effect-aifs/layers/Node")}`,
     `const redis = ${redis ? load("effect-aifs/redis") : "{ layer: () => {} }"}`,
+    `const ai = ${
+      ai
+        ? load("effect-aifs/ai")
+        : "{ AifsLanguageModel: { model: () => {} }, AifsEmbeddingModel: { model: () => {} } }"
+    }`,
     "const ok = typeof root.Chat.Chat === 'function' && root.Chat.Chat.key === 'effect-aifs/Chat'",
     "  && chat.Chat === root.Chat.Chat && node.layerFromEnv === root.Node.layerFromEnv",
     "  && typeof root.Errors.RateLimited === 'function' && Object.keys(root).length > 40",
     "  && typeof redis.layer === 'function'",
+    "  && typeof ai.AifsLanguageModel.model === 'function' && typeof ai.AifsEmbeddingModel.model === 'function'",
     "if (!ok) { console.error(Object.keys(root)); process.exit(1) }"
   ].join("\n")
   return kind === "esm" ? ["--input-type=module", "-e", body] : ["-e", body]
@@ -148,11 +159,11 @@ const installApp = (work: string, name: string, tarball: string, peers: Readonly
 }
 
 /** One copy of effect, import and require, the quickstart's types, and the CLI through npx. */
-const checkApp = (app: string, code: string, redis: boolean) => {
+const checkApp = (app: string, code: string, optional: Optional) => {
   const effects = copiesOf(app, "effect")
   if (effects.length !== 1) fail(`expected one copy of effect, found ${effects.length}: ${effects.join(", ")}`)
-  run(process.execPath, probe("esm", redis), { cwd: app })
-  run(process.execPath, probe("cjs", redis), { cwd: app })
+  run(process.execPath, probe("esm", optional), { cwd: app })
+  run(process.execPath, probe("cjs", optional), { cwd: app })
   writeFileSync(join(app, "quickstart.ts"), code)
   writeFileSync(join(app, "quickstart.cts"), code)
   writeFileSync(join(app, "tsconfig.json"), JSON.stringify(tsconfig))
@@ -197,10 +208,13 @@ const main = async () => {
     console.error(`packing (builds dist/) into ${work}`)
     const tarball = join(work, run("npm", ["pack", "--silent", "--pack-destination", work], { cwd: root }).trim())
     const app = installApp(work, "readme", tarball, install.filter((arg) => arg !== "effect-aifs"))
-    checkApp(app, code, install.includes("ioredis"))
+    checkApp(app, code, {
+      redis: install.includes("ioredis"),
+      ai: install.some((arg) => arg.startsWith("@effect/ai@"))
+    })
     const bundles = await checkBundles(app, code)
     const lowest = lowestPeers()
-    checkApp(installApp(work, "lowest", tarball, lowest), code, true)
+    checkApp(installApp(work, "lowest", tarball, lowest), code, { redis: true, ai: true })
     console.log(
       `effect copies 1, ESM ok, CJS ok, quickstart types ok, npx aifs ok, ${bundles}, tarball ` +
         `${kb(statSync(tarball).size)}; the same with the lowest peers (${lowest.join(" ")}) ok`

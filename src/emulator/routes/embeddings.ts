@@ -27,6 +27,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     const model = yield* requireModel(params.model, "embedding", "embeddings")
     const inputs = typeof params.input === "string" ? [params.input] : params.input
     if (inputs.length === 0) return yield* reject(400, "input must not be empty")
+    if (inputs.length > 2048) return yield* reject(400, "input must hold at most 2048 texts")
     const dimensions = params.dimensions ?? model.dimensions ?? 768
     if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > (model.dimensions ?? dimensions)) {
       return yield* reject(400, `dimensions must be an integer from 1 to ${model.dimensions ?? dimensions}`)

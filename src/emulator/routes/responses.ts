@@ -13,7 +13,7 @@ import * as Stream from "effect/Stream"
 import type { ChatMessage, CreateChatCompletionParams, FunctionTool } from "../../schemas/Chat.js"
 import { CreateResponseParams } from "../../schemas/Responses.js"
 import type { CatalogueModel } from "../catalogue.js"
-import { type ChatPlan, planChat } from "../generate.js"
+import { type ChatPlan, exampleOf, planChat } from "../generate.js"
 import { admit, authenticate, checkSampling, decodeBody, type LimitMode, reject, requireModel } from "../http.js"
 import type { EmulatorState } from "../state.js"
 import { countTokens } from "../text.js"
@@ -76,31 +76,6 @@ const toChat = (params: ResponseRequest): CreateChatCompletionParams => {
   }
 }
 
-/** A value of a JSON schema's shape, so that structured output parses and validates. */
-const example = (schema: unknown, depth = 0): unknown => {
-  const s = (typeof schema === "object" && schema !== null ? schema : {}) as Record<string, unknown>
-  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0]
-  if (depth > 8) return null
-  switch (s.type) {
-    case "object": {
-      const properties = (s.properties ?? {}) as Record<string, unknown>
-      return Object.fromEntries(Object.entries(properties).map(([name, sub]) => [name, example(sub, depth + 1)]))
-    }
-    case "array":
-      return [example(s.items, depth + 1)]
-    case "number":
-      return 1.5
-    case "integer":
-      return 1
-    case "boolean":
-      return true
-    case "null":
-      return null
-    default:
-      return "example"
-  }
-}
-
 interface Plan {
   readonly chat: ChatPlan
   /** The output text pieces (the JSON of a schema format in one piece). */
@@ -113,7 +88,7 @@ const plan = (model: CatalogueModel, params: ResponseRequest): Plan => {
   const format = params.text?.format
   if (chat.toolCall === undefined && format !== undefined && format.type !== "text") {
     const json = JSON.stringify(
-      format.type === "json_schema" ? example(format.schema) : { answer: chat.content.join("") }
+      format.type === "json_schema" ? exampleOf(format.schema) : { answer: chat.content.join("") }
     )
     return { chat, pieces: [json], outputTokens: countTokens(json) }
   }
