@@ -29,7 +29,8 @@ export const groups = {
     "src/internal/request/operation.ts",
     "src/internal/request/permit.ts",
     "src/internal/request/retry.ts",
-    "src/internal/request/wire.ts"
+    "src/internal/request/wire.ts",
+    "src/internal/telemetry.ts"
   ],
   // not the output lock (src/cli/outputLock.ts): its per-test coverage is not attributed to its later tests (a mutant
   // reported as surviving fails them when applied by hand), so its score would say nothing; its tests stand alone

@@ -2,10 +2,13 @@
  * Overhead: chat requests against a local server that answers instantly, sequential and 64 in flight,
  * for this client (no limiter, no retries), the `openai` client, and raw `undici.request`.
  */
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import { BatchSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import OpenAI from "openai"
 import { request as undiciRequest } from "undici"
 import * as Node from "../src/layers/Node.js"
@@ -128,8 +131,17 @@ export const run = async (): Promise<Report> => {
 
     // effect-aifs as users run it (limiter on, with limits far above the load; retries on) and bare (no limiter,
     // no retries); with --profile, the sequential loop of each again under the CPU profiler
-    const ourRow = (options: Omit<Parameters<typeof Node.layer>[0], "apiKey" | "baseUrl">) => {
-      const layer = Node.layer({ apiKey, baseUrl, ...options })
+    // tracing on: the OpenTelemetry SDK for Effect, every span batched to an exporter that drops them (what an
+    // app exporting traces pays in this process, without the collector's network)
+    const dropping: SpanExporter = { export: (_, done) => done({ code: 0 }), shutdown: () => Promise.resolve() }
+    const tracing = NodeSdk.layer(() => ({
+      resource: { serviceName: "bench" },
+      spanProcessor: new BatchSpanProcessor(dropping)
+    }))
+    const ourRow = (options: Omit<Parameters<typeof Node.layer>[0], "apiKey" | "baseUrl"> & { traced?: boolean }) => {
+      const { traced, ...rest } = options
+      const client = Node.layer({ apiKey, baseUrl, ...rest })
+      const layer = traced === true ? Layer.provideMerge(client, tracing) : client
       return Effect.gen(function*() {
         const chat = yield* Chat.Chat
         const send = chat.create(params)
@@ -143,6 +155,10 @@ export const run = async (): Promise<Report> => {
       "effect-aifs": { maxRetries: 0, rateLimiter: false },
       "effect-aifs (defaults)": {
         rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } }
+      },
+      "effect-aifs (defaults, OpenTelemetry)": {
+        rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
+        traced: true
       }
     } as const
     if (profile) {
@@ -154,7 +170,11 @@ export const run = async (): Promise<Report> => {
             profiled(`${name}, sequential`, () => Effect.runPromise(measureEffect(send, sequentialCount, 1)))
           )
         })
-        await Effect.runPromise(loop.pipe(Effect.provide(Node.layer({ apiKey, baseUrl, ...options }))))
+        const { traced, ...rest } = options as typeof options & { traced?: boolean }
+        const client = Node.layer({ apiKey, baseUrl, ...rest })
+        await Effect.runPromise(
+          loop.pipe(Effect.provide(traced === true ? Layer.provideMerge(client, tracing) : client))
+        )
       }
     }
 
@@ -198,7 +218,14 @@ export const run = async (): Promise<Report> => {
       concurrent: medianOf(all.map((f) => f.concurrent))
     }])
   )
-  const names = ["effect-aifs", "effect-aifs (defaults)", "openai", "@effect/platform HttpClient", "raw undici"]
+  const names = [
+    "effect-aifs",
+    "effect-aifs (defaults)",
+    "effect-aifs (defaults, OpenTelemetry)",
+    "openai",
+    "@effect/platform HttpClient",
+    "raw undici"
+  ]
   const rows = names.flatMap((name) => {
     const r = results[name]!
     return [
@@ -225,6 +252,8 @@ export const run = async (): Promise<Report> => {
   const defaultsVsOpenai = ratio("effect-aifs (defaults)", "openai")
   const bareVsPlatform = ratio("effect-aifs", "@effect/platform HttpClient")
   const defaultsVsPlatform = ratio("effect-aifs (defaults)", "@effect/platform HttpClient")
+  const tracedVsOpenai = ratio("effect-aifs (defaults, OpenTelemetry)", "openai")
+  const tracedVsDefaults = ratio("effect-aifs (defaults, OpenTelemetry)", "effect-aifs (defaults)")
   const ratioRow = (
     name: string,
     r: (mode: Mode) => number
@@ -236,6 +265,8 @@ export const run = async (): Promise<Report> => {
     rows: [
       ...rows,
       ratioRow("effect-aifs (defaults) / openai", defaultsVsOpenai),
+      ratioRow("effect-aifs (defaults, OpenTelemetry) / openai", tracedVsOpenai),
+      ratioRow("effect-aifs (defaults, OpenTelemetry) / effect-aifs (defaults)", tracedVsDefaults),
       ratioRow("effect-aifs / openai", ratio("effect-aifs", "openai")),
       ratioRow("effect-aifs / @effect/platform HttpClient", bareVsPlatform),
       ratioRow("effect-aifs (defaults) / @effect/platform HttpClient", defaultsVsPlatform),
@@ -246,6 +277,13 @@ export const run = async (): Promise<Report> => {
         target: "defaults: at least 1.25x the openai client's requests/s",
         met: atLeast(defaultsVsOpenai, 1.25),
         detail: `${both(defaultsVsOpenai)} (sequential | 64 in flight)`
+      },
+      {
+        target: "tracing on (OpenTelemetry SDK): inside the defaults target, at least 1.25x the openai client",
+        met: atLeast(tracedVsOpenai, 1.25),
+        detail: `${both(tracedVsOpenai)}; ${
+          both(tracedVsDefaults)
+        } of the defaults row untraced (sequential | 64 in flight)`
       },
       {
         target: "at least 0.6x the @effect/platform HttpClient alone",
@@ -260,7 +298,9 @@ export const run = async (): Promise<Report> => {
       `send to decoded answer. effect-aifs: ` +
       `\`Chat.create\` inside one Effect program (no \`runPromise\` per request), bare with ` +
       `\`Node.layer({ rateLimiter: false, maxRetries: 0 })\`, defaults with \`Node.layer\`'s defaults (the ` +
-      `limiter on, retries on) and the model's limits set far above the load (an unknown plan would be probed); openai: \`maxRetries: 0\`, global \`fetch\`; raw undici: ` +
+      `limiter on, retries on) and the model's limits set far above the load (an unknown plan would be probed), ` +
+      `and the same with \`@effect/opentelemetry\`'s \`NodeSdk\` batching every span to an exporter that drops ` +
+      `them; openai: \`maxRetries: 0\`, global \`fetch\`; raw undici: ` +
       `\`undici.request\` + \`body.json()\` (no validation); @effect/platform HttpClient: its \`HttpClient\` over ` +
       `undici (\`NodeHttpClient.layerUndici\`, as the Node layer uses), \`response.json\`, nothing else. All in one process, server included, so the server's ` +
       `cost is in every figure alike.`,

@@ -14,6 +14,7 @@ import * as LimiterState from "./limiter-state.js"
 import * as Rag from "./rag.js"
 import { inference } from "./run.js"
 import * as Streaming from "./streaming.js"
+import * as Telemetry from "./telemetry.js"
 import * as VectorSearch from "./vector-search.js"
 
 /** What the examples print (`Console.log` and `process.stdout.write`), captured instead of shown. */
@@ -47,6 +48,24 @@ const recordingChat = (
   ).pipe(Layer.provide(Testing.layerEmulator()))
 
 describe("examples", () => {
+  it.effect("telemetry: GenAI spans for model calls, a plain span for the upload, both histograms", () =>
+    Effect.gen(function*() {
+      capture()
+      const { metrics, spans } = yield* Telemetry.program
+      const names = spans.map((span) => span.name)
+      for (
+        const name of ["chat Llama-3.3-70B-Instruct", "chat gpt-4o", "embeddings text-embedding-bge-m3", "Files.upload"]
+      ) {
+        assert.include(names, name)
+      }
+      assert.include(output, "span chat Llama-3.3-70B-Instruct (client) gen_ai.operation.name=chat")
+      assert.include(output, "gen_ai.response.finish_reasons=[\"stop\"]")
+      const metricNames = metrics.resourceMetrics.scopeMetrics.flatMap((scope) =>
+        scope.metrics.map((metric) => metric.descriptor.name)
+      )
+      assert.includeMembers(metricNames, ["gen_ai.client.operation.duration", "gen_ai.client.token.usage"])
+    }).pipe(Effect.provide(Layer.provideMerge(Testing.layerEmulator(), Telemetry.TelemetryLive))))
+
   it.effect("ai-toolkit: the tool is called with the city, its result answers the next turn, an object decodes", () =>
     Effect.gen(function*() {
       capture()

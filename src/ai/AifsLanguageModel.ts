@@ -56,11 +56,16 @@ export class Config extends Context.Tag("effect-aifs/AifsLanguageModel/Config")<
 }
 
 /**
+ * The types of the `Config` tag.
+ *
  * @since 0.3.0
  * @category configuration
  */
 export declare namespace Config {
   /**
+   * The parameters: a chat completion's, without the conversation, the tools and the output format (the prompt,
+   * the toolkit and `generateObject` set those).
+   *
    * @since 0.3.0
    * @category configuration
    */

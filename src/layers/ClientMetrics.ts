@@ -24,6 +24,8 @@
  * @since 0.1.0
  */
 import * as Metric from "effect/Metric"
+import * as MetricBoundaries from "effect/MetricBoundaries"
+import { operationDurationKey, tokenUsageKey } from "../internal/telemetry.js"
 
 /**
  * Attempts sent, tagged with the response `status`.
@@ -113,3 +115,35 @@ export const limiterStoreFallbacks = Metric.counter("aifs_limiter_store_fallback
   description: "Outages of the shared limiter store during which the limiter counted in the process's memory",
   incremental: true
 })
+
+/**
+ * `gen_ai.client.operation.duration`: seconds from a model operation's start (after the limiter's wait) to its
+ * answer or its stream's end, retries included, with the GenAI conventions' buckets. Tagged
+ * `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, and `error.type` when it failed.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const operationDuration = Metric.fromMetricKey(operationDurationKey)
+
+/**
+ * `gen_ai.client.token.usage`: the tokens a model operation used, as its answer counted them (`usage`), one
+ * observation per `gen_ai.token.type` (`input`, `output`), with the GenAI conventions' buckets (powers of 4).
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const tokenUsage = Metric.fromMetricKey(tokenUsageKey)
+
+/**
+ * `aifs.limiter.wait`: seconds a request waited in the client's rate limiter before its first attempt (requests
+ * that did not wait count as 0), with the same buckets as the operation's duration below 0.01 s added.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const limiterWait = Metric.histogram(
+  "aifs.limiter.wait",
+  MetricBoundaries.fromIterable([0, 0.01, 0.04, 0.16, 0.64, 2.56, 10.24, 40.96, 163.84]),
+  "Time waited in the client's rate limiter (s)"
+)

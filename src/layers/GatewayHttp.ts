@@ -2,7 +2,8 @@
  * The HTTP stack behind `GatewayHttpClient`: resolves relative URLs against the gateway, attaches the
  * gateway token a request carries (never the inference key), maps failures to `ApiError` with the same
  * mapping as the inference client, scrubs the password and the token from errors, retries with the
- * `RetryPolicy` and bounds each attempt with a timeout.
+ * `RetryPolicy` and bounds each attempt with a timeout. A request that names a `span` gets it here, over its
+ * attempts, as every inference request does.
  *
  * @example
  * ```ts
@@ -27,6 +28,8 @@ import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import { makeRedactor } from "../internal/redact.js"
 import { decodeJson } from "../internal/request/decode.js"
+import * as Operation from "../internal/request/operation.js"
+import { serverOf } from "../internal/telemetry.js"
 import * as Transport from "../internal/transport.js"
 import { type ApiError, TransportError } from "../schemas/Errors.js"
 import { GatewayHttpClient, type RequestOptions } from "../services/gateway/GatewayHttpClient.js"
@@ -48,6 +51,7 @@ export const make: Effect.Effect<
   const config = yield* GatewayConfig
   const policy = yield* RetryPolicy.RetryPolicy
   const client = yield* HttpClient.HttpClient
+  const server = serverOf(config.url)
 
   const json = <A, I>(
     request: HttpClientRequest.HttpClientRequest,
@@ -57,12 +61,11 @@ export const make: Effect.Effect<
     const redact = makeRedactor([config.password, options.token])
     // a token must reach the gateway only: absolute URLs (another host) are refused, not sent
     if (/^[a-z][a-z0-9+.-]*:/i.test(request.url)) {
-      return Effect.fail(
-        new TransportError({
-          message: "gateway requests take a URL relative to the gateway; refusing to send credentials elsewhere",
-          endpoint: Transport.endpointOf(request)
-        })
-      )
+      const refused = new TransportError({
+        message: "gateway requests take a URL relative to the gateway; refusing to send credentials elsewhere",
+        endpoint: Transport.endpointOf(request)
+      })
+      return Operation.traced(Effect.fail(refused), options, server)
     }
     const base = request.pipe(
       HttpClientRequest.prependUrl(config.url),
@@ -81,7 +84,9 @@ export const make: Effect.Effect<
       ),
       Transport.totalTimeout(after, endpoint)
     )
-    return options.retry === false ? attempt : Effect.retry(attempt, RetryPolicy.reported(policy, endpoint))
+    const retried = options.retry === false ? attempt : Effect.retry(attempt, RetryPolicy.reported(policy, endpoint))
+    // the operation's span, when the request names one: over its attempts, each with its HTTP client span
+    return Operation.traced(retried, options, server)
   }
 
   return { url: config.url, json }

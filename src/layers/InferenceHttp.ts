@@ -47,7 +47,7 @@ import * as Operation from "../internal/request/operation.js"
 import { reconcile } from "../internal/request/permit.js"
 import { retrying } from "../internal/request/retry.js"
 import * as Wire from "../internal/request/wire.js"
-import { annotateResponse } from "../internal/spans.js"
+import { serverOf } from "../internal/telemetry.js"
 import * as Transport from "../internal/transport.js"
 import type { ApiError } from "../schemas/Errors.js"
 import {
@@ -82,7 +82,7 @@ export const make: Effect.Effect<
   const redact = makeRedactor([config.apiKey])
   const keyId = fingerprint(config.apiKey)
   const admissions = limiter === undefined ? undefined : Admission.make(limiter, keyId)
-  const { admitted, admittedStream } = Operation.make(admissions)
+  const { admitted, admittedStream } = Operation.make(admissions, serverOf(config.baseUrl))
   const prepare = Wire.preparer(config)
 
   const attempt = Attempt.make({
@@ -120,7 +120,7 @@ export const make: Effect.Effect<
           Effect.tap((value) =>
             options.span === undefined
               ? reconcile(permit, value)
-              : Effect.zipRight(reconcile(permit, value), annotateResponse(value))
+              : Effect.zipRight(reconcile(permit, value), Operation.answeredWith(options, value))
           ),
           Effect.map((value) => ({ value, response: meta }))
         )
@@ -175,7 +175,7 @@ export const make: Effect.Effect<
       (first) =>
         Stream.unwrap(Effect.map(open(request, options, first), ({ events, sent }) => {
           const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
-          return decodeJsonEvents(sent, events, schema, terminator, options.span !== undefined, redact)
+          return decodeJsonEvents(sent, events, schema, terminator, options, redact)
         }))
     )
 

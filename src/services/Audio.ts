@@ -29,7 +29,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { multipart } from "../internal/multipart.js"
-import { annotateRequest } from "../internal/spans.js"
 import { type AudioModelList, AudioModelsResponse, Transcription, type TranscriptionParams } from "../schemas/Audio.js"
 import { type ApiError, DecodeError } from "../schemas/Errors.js"
 import {
@@ -126,7 +125,8 @@ export declare namespace Audio {
 }
 
 /**
- * The multipart request of a transcription or translation, on any base (the queue reuses it).
+ * The multipart request of a transcription or translation, on any base (the queue reuses it). A `span` in
+ * `options` gets the request's fields other than the file and the prompt as its `params`.
  *
  * @since 0.1.0
  * @category requests
@@ -152,7 +152,12 @@ export const sendTranscription = <A, I>(
       params.file
     ),
     ({ request, retry }) => {
-      const sendOptions = { ...options, model: params.model, retry: retry && options.retry !== false }
+      const sendOptions: RequestOptions = {
+        ...options,
+        model: params.model,
+        retry: retry && options.retry !== false,
+        ...(options.span === undefined ? {} : { span: { ...options.span, params: spanParams(params) } })
+      }
       if (!textFormats.has(params.response_format ?? "json")) return http.json(request, schema, sendOptions)
       // text, srt and vtt answer plain text: it becomes the `text` of the result
       return Effect.flatMap(http.text(request, sendOptions), ({ response, value }) =>
@@ -173,6 +178,15 @@ export const sendTranscription = <A, I>(
 
 const textFormats = new Set(["text", "srt", "vtt"])
 
+/** A transcription's parameters as its span reads them: the fields present, never the file or the prompt. */
+const spanParams = (params: TranscriptionParams): object => {
+  const out: Record<string, unknown> = { model: params.model }
+  if (params.language !== undefined) out.language = params.language
+  if (params.temperature !== undefined) out.temperature = params.temperature
+  if (params.response_format !== undefined) out.response_format = params.response_format
+  return out
+}
+
 /**
  * Builds the service on the `InferenceHttpClient`.
  *
@@ -181,18 +195,24 @@ const textFormats = new Set(["text", "srt", "vtt"])
  */
 export const make: Effect.Effect<Audio.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const transcribeWithResponse = Effect.fn("Audio.transcribe")(function*(params: TranscriptionParams) {
-    yield* annotateRequest("audio.transcriptions", params.model)
-    return yield* sendTranscription(http, "/audio/transcriptions", params, Transcription, { base: "v2" })
+  // each request's span is the transport's, opened when the request leaves the limiter's line
+  const transcribeWithResponse = Effect.fnUntraced(function*(params: TranscriptionParams) {
+    return yield* sendTranscription(http, "/audio/transcriptions", params, Transcription, {
+      base: "v2",
+      span: { name: "Audio.transcribe", operation: "audio.transcriptions" }
+    })
   })
-  const translate = Effect.fn("Audio.translate")(function*(params: TranscriptionParams) {
-    yield* annotateRequest("audio.translations", params.model)
-    const result = yield* sendTranscription(http, "/audio/translations", params, Transcription, { base: "v2" })
+  const translate = Effect.fnUntraced(function*(params: TranscriptionParams) {
+    const result = yield* sendTranscription(http, "/audio/translations", params, Transcription, {
+      base: "v2",
+      span: { name: "Audio.translate", operation: "audio.translations" }
+    })
     return result.value
   })
-  const models = Effect.fn("Audio.models")(function*() {
-    yield* annotateRequest("audio.models", undefined)
-    return (yield* http.json(HttpClientRequest.get("/audio/models"), AudioModelsResponse)).value
+  const models = Effect.fnUntraced(function*() {
+    return (yield* http.json(HttpClientRequest.get("/audio/models"), AudioModelsResponse, {
+      span: { name: "Audio.models" }
+    })).value
   })
   return {
     transcribe: (params) => withoutResponse(transcribeWithResponse(params)),

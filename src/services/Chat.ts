@@ -111,7 +111,7 @@ export const make: Effect.Effect<Chat.Service, never, InferenceHttpClient> = Eff
     http.json(
       HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       ChatCompletion,
-      { model: params.model, span: { name: "Chat.create", operation: "chat" } }
+      { model: params.model, span: { name: "Chat.create", operation: "chat", params } }
     )
   const createStream = (params: CreateChatCompletionParams): Stream.Stream<ChatCompletionChunk, ApiError> =>
     http.jsonStream(
@@ -122,7 +122,7 @@ export const make: Effect.Effect<Chat.Service, never, InferenceHttpClient> = Eff
       })),
       // decodes as ChatCompletionChunk, faster: one chunk per token
       ChatCompletionChunkFromWire,
-      { model: params.model, span: { name: "Chat.createStream", operation: "chat" } }
+      { model: params.model, span: { name: "Chat.createStream", operation: "chat", params } }
     )
   return {
     create: (params) => withoutResponse(createWithResponse(params)),

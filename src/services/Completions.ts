@@ -92,7 +92,7 @@ export const make: Effect.Effect<Completions.Service, never, InferenceHttpClient
     http.json(
       HttpClientRequest.post("/completions").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       Completion,
-      { model: params.model, span: { name: "Completions.create", operation: "text_completion" } }
+      { model: params.model, span: { name: "Completions.create", operation: "text_completion", params } }
     )
   return {
     create: (params) => withoutResponse(createWithResponse(params)),
@@ -105,7 +105,7 @@ export const make: Effect.Effect<Completions.Service, never, InferenceHttpClient
           stream_options: { include_usage: true, ...params.stream_options }
         })),
         Completion,
-        { model: params.model, span: { name: "Completions.createStream", operation: "text_completion" } }
+        { model: params.model, span: { name: "Completions.createStream", operation: "text_completion", params } }
       )
   }
 })

@@ -97,7 +97,7 @@ export const make: Effect.Effect<Embeddings.Service, never, InferenceHttpClient>
     http.json(
       HttpClientRequest.post("/embeddings").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       EmbeddingList,
-      { model: params.model, span: { name: "Embeddings.create", operation: "embeddings" } }
+      { model: params.model, span: { name: "Embeddings.create", operation: "embeddings", params } }
     )
   return {
     create: (params) => withoutResponse(createWithResponse(params)),

@@ -30,7 +30,6 @@ import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
 import { multipart } from "../internal/multipart.js"
 import { paginate } from "../internal/pagination.js"
-import { annotateRequest } from "../internal/spans.js"
 import type { ApiError } from "../schemas/Errors.js"
 import {
   FileDeleted,
@@ -192,47 +191,49 @@ const query = (params: ListFilesParams): Record<string, string> => {
  */
 export const make: Effect.Effect<Files.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const uploadWithResponse = Effect.fn("Files.upload")(function*(params: UploadParams) {
-    yield* annotateRequest("files.upload", undefined)
+  // each request's span is the transport's, opened when the request leaves the limiter's line
+  const uploadWithResponse = Effect.fnUntraced(function*(params: UploadParams) {
     const { request, retry } = yield* multipart(
       HttpClientRequest.post("/files"),
       { purpose: params.purpose },
       "file",
       params.file
     )
-    return yield* http.json(request, FileObject, { base: baseOf(params.purpose), retry })
+    return yield* http.json(request, FileObject, {
+      base: baseOf(params.purpose),
+      retry,
+      span: { name: "Files.upload" }
+    })
   })
-  const list = Effect.fn("Files.list")(function*(params: ListFilesParams = {}) {
-    yield* annotateRequest("files.list", undefined)
+  const list = Effect.fnUntraced(function*(params: ListFilesParams = {}) {
     const result = yield* http.json(
       HttpClientRequest.get("/files").pipe(HttpClientRequest.setUrlParams(query(params))),
       FileList,
-      { base: baseOf(params.purpose) }
+      { base: baseOf(params.purpose), span: { name: "Files.list" } }
     )
     return result.value
   })
   const listAll = (params: Omit<ListFilesParams, "after"> = {}): Stream.Stream<FileObject, ApiError> =>
     paginate((after) => list({ ...params, ...(after === undefined ? {} : { after }) }))
-  const retrieve = Effect.fn("Files.retrieve")(function*(id: string, options: FileOptions = {}) {
-    yield* annotateRequest("files.retrieve", undefined)
+  const retrieve = Effect.fnUntraced(function*(id: string, options: FileOptions = {}) {
     const result = yield* http.json(HttpClientRequest.get(`/files/${encodeURIComponent(id)}`), FileObject, {
-      base: baseOf(options.purpose)
+      base: baseOf(options.purpose),
+      span: { name: "Files.retrieve" }
     })
     return result.value
   })
-  const remove = Effect.fn("Files.delete")(function*(id: string, options: FileOptions = {}) {
-    yield* annotateRequest("files.delete", undefined)
+  const remove = Effect.fnUntraced(function*(id: string, options: FileOptions = {}) {
     const result = yield* http.json(HttpClientRequest.del(`/files/${encodeURIComponent(id)}`), FileDeleted, {
-      base: baseOf(options.purpose)
+      base: baseOf(options.purpose),
+      span: { name: "Files.delete" }
     })
     return result.value
   })
-  const validate = Effect.fn("Files.validate")(function*(id: string, options: FileOptions = {}) {
-    yield* annotateRequest("files.validate", undefined)
+  const validate = Effect.fnUntraced(function*(id: string, options: FileOptions = {}) {
     const result = yield* http.json(
       HttpClientRequest.get(`/files/validate/${encodeURIComponent(id)}`),
       FileValidationRequest,
-      { base: baseOf(options.purpose) }
+      { base: baseOf(options.purpose), span: { name: "Files.validate" } }
     )
     return result.value
   })

@@ -33,7 +33,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
 import { paginate } from "../internal/pagination.js"
-import { annotateRequest } from "../internal/spans.js"
 import { type ApiError, Unsupported } from "../schemas/Errors.js"
 import {
   type CreateFineTuningJobParams,
@@ -146,34 +145,34 @@ export const make = (options: Options = {}): Effect.Effect<FineTuning.Service, n
         : Effect.void
     const jobs = (id: string) => `/fine_tuning/jobs/${encodeURIComponent(id)}`
 
-    const create = Effect.fn("FineTuning.create")(function*(params: CreateFineTuningJobParams) {
+    // each request's span is the transport's, opened when the request leaves the limiter's line
+    const create = Effect.fnUntraced(function*(params: CreateFineTuningJobParams) {
       yield* guard("FineTuning.create", "POST /fine_tuning/jobs")
-      yield* annotateRequest("fine_tuning.create", params.model)
       const request = HttpClientRequest.post("/fine_tuning/jobs").pipe(HttpClientRequest.bodyUnsafeJson(params))
       // a retried create could start two jobs
-      return (yield* http.json(request, FineTuningJob, { retry: false })).value
+      return (yield* http.json(request, FineTuningJob, { retry: false, span: { name: "FineTuning.create" } })).value
     })
-    const list = Effect.fn("FineTuning.list")(function*(params: ListJobsParams = {}) {
+    const list = Effect.fnUntraced(function*(params: ListJobsParams = {}) {
       yield* guard("FineTuning.list", "GET /fine_tuning/jobs")
-      yield* annotateRequest("fine_tuning.list", undefined)
       const request = HttpClientRequest.get("/fine_tuning/jobs").pipe(HttpClientRequest.setUrlParams(query(params)))
-      return (yield* http.json(request, FineTuningJobList)).value
+      return (yield* http.json(request, FineTuningJobList, { span: { name: "FineTuning.list" } })).value
     })
-    const retrieve = Effect.fn("FineTuning.retrieve")(function*(id: string) {
+    const retrieve = Effect.fnUntraced(function*(id: string) {
       yield* guard("FineTuning.retrieve", "GET /fine_tuning/jobs/{id}")
-      yield* annotateRequest("fine_tuning.retrieve", undefined)
-      return (yield* http.json(HttpClientRequest.get(jobs(id)), FineTuningJob)).value
+      return (yield* http.json(HttpClientRequest.get(jobs(id)), FineTuningJob, {
+        span: { name: "FineTuning.retrieve" }
+      })).value
     })
-    const cancel = Effect.fn("FineTuning.cancel")(function*(id: string) {
+    const cancel = Effect.fnUntraced(function*(id: string) {
       yield* guard("FineTuning.cancel", "POST /fine_tuning/jobs/{id}/cancel")
-      yield* annotateRequest("fine_tuning.cancel", undefined)
-      return (yield* http.json(HttpClientRequest.post(`${jobs(id)}/cancel`), FineTuningJob)).value
+      return (yield* http.json(HttpClientRequest.post(`${jobs(id)}/cancel`), FineTuningJob, {
+        span: { name: "FineTuning.cancel" }
+      })).value
     })
-    const events = Effect.fn("FineTuning.events")(function*(id: string, params: ListJobsParams = {}) {
+    const events = Effect.fnUntraced(function*(id: string, params: ListJobsParams = {}) {
       yield* guard("FineTuning.events", "GET /fine_tuning/jobs/{id}/events")
-      yield* annotateRequest("fine_tuning.events", undefined)
       const request = HttpClientRequest.get(`${jobs(id)}/events`).pipe(HttpClientRequest.setUrlParams(query(params)))
-      return (yield* http.json(request, FineTuningJobEventList)).value
+      return (yield* http.json(request, FineTuningJobEventList, { span: { name: "FineTuning.events" } })).value
     })
     return {
       create,

@@ -25,7 +25,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import { multipart } from "../internal/multipart.js"
-import { annotateRequest } from "../internal/spans.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { type CreateImageParams, type EditImageParams, ImagesResponse } from "../schemas/Images.js"
 import { InferenceHttpClient, type RequestOptions, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
@@ -113,8 +112,18 @@ export declare namespace Images {
   }
 }
 
+/** An edit's parameters as its span reads them: the fields present, never the image or the prompt. */
+const spanParams = (params: EditImageParams): object => {
+  const out: Record<string, unknown> = { model: params.model }
+  if (params.n !== undefined) out.n = params.n
+  if (params.size !== undefined) out.size = params.size
+  if (params.quality !== undefined) out.quality = params.quality
+  return out
+}
+
 /**
- * The multipart request of an image edit, on the queue.
+ * The multipart request of an image edit, on the queue. A `span` in `options` gets the request's fields
+ * other than the image and the prompt as its `params`.
  *
  * @since 0.1.0
  * @category requests
@@ -137,7 +146,8 @@ export const sendEdit = <A, I>(
         ...options,
         base: "queue",
         model: params.model,
-        retry: retry && options.retry !== false
+        retry: retry && options.retry !== false,
+        ...(options.span === undefined ? {} : { span: { ...options.span, params: spanParams(params) } })
       })
   )
 
@@ -154,12 +164,14 @@ export const make: Effect.Effect<Images.Service, never, InferenceHttpClient> = E
     http.json(
       HttpClientRequest.post("/images/generations").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       ImagesResponse,
-      { model: params.model, span: { name: "Images.generate", operation: "images.generations" } }
+      { model: params.model, span: { name: "Images.generate", operation: "images.generations", params } }
     )
-  const edit = Effect.fn("Images.edit")(function*(params: EditImageParams) {
-    yield* annotateRequest("images.edits", params.model)
+  const edit = Effect.fnUntraced(function*(params: EditImageParams) {
     // the queue may hold the request until the key has capacity
-    return (yield* sendEdit(http, params, ImagesResponse, { timeout: Duration.minutes(30) })).value
+    return (yield* sendEdit(http, params, ImagesResponse, {
+      timeout: Duration.minutes(30),
+      span: { name: "Images.edit", operation: "images.edits" }
+    })).value
   })
   return {
     generate: (params) => withoutResponse(generateWithResponse(params)),

@@ -68,11 +68,20 @@ export interface RequestOptions {
   /** Longest silence between stream chunks, overriding the configured `streamIdleTimeout`. */
   readonly idleTimeout?: Duration.DurationInput | undefined
   /**
-   * The operation's span (`name`, and `operation` for its `gen_ai.operation.name`), opened when the request
-   * leaves the rate limiter's line: a caller waiting there holds no span. The time it waited is the span's
-   * `aifs.limiter.wait_ms`; the response's model and usage are annotated on it.
+   * The operation's span, opened when the request leaves the rate limiter's line (a caller waiting there holds
+   * no span). A model operation (`operation`: `chat`, `text_completion`, `embeddings`...) gets the OpenTelemetry
+   * GenAI span `{operation} {model}`, kind client, with `gen_ai.request.*` read from `params` and the answer's
+   * id, model, finish reasons and usage; any other gets a span named `name`. Both carry `aifs.operation`
+   * (`name`), `aifs.limiter.wait_ms`, `aifs.route` and `error.type` on failure; the platform's HTTP client span
+   * of each attempt is their child.
    */
-  readonly span?: { readonly name: string; readonly operation: string } | undefined
+  readonly span?: {
+    readonly name: string
+    readonly operation?: string | undefined
+    readonly params?: object | undefined
+    /** More attributes of the client's own (`aifs.*`), set when the span opens. */
+    readonly attributes?: Readonly<Record<string, unknown>> | undefined
+  } | undefined
 }
 
 /**

@@ -33,8 +33,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
-import { annotateRequest, annotateResponse } from "../internal/spans.js"
+import type * as Stream from "effect/Stream"
 import { Transcription, type TranscriptionParams } from "../schemas/Audio.js"
 import { ChatCompletion, ChatCompletionChunk, type CreateChatCompletionParams } from "../schemas/Chat.js"
 import { Completion, type CreateCompletionParams } from "../schemas/Completions.js"
@@ -171,68 +170,91 @@ export const make = (options: Options = {}): Effect.Effect<JobQueue.Service, nev
       ...(options.timeout === undefined ? {} : { timeout: options.timeout, firstByteTimeout: options.timeout }),
       idleTimeout: options.idleTimeout ?? Duration.minutes(2)
     }
-    const post = <A, I>(path: string, body: unknown, schema: Schema.Schema<A, I>, model: string) =>
+    const post = <A, I>(
+      path: string,
+      body: { readonly model: string },
+      schema: Schema.Schema<A, I>,
+      span: RequestOptions["span"]
+    ) =>
       Effect.map(
         http.json(HttpClientRequest.post(path).pipe(HttpClientRequest.bodyUnsafeJson(body)), resultOrHandle(schema), {
           ...limits,
-          model
+          model: body.model,
+          span
         }),
         settle
       )
 
-    const chat = Effect.fn("JobQueue.chat")(function*(params: CreateChatCompletionParams) {
-      yield* annotateRequest("chat", params.model)
-      const result = yield* post("/chat/completions", params, ChatCompletion, params.model)
-      if (result._tag === "Completed") yield* annotateResponse(result.value)
-      return result
+    // each request's span is the transport's, opened when the request leaves the limiter's line
+    const chat = Effect.fnUntraced(function*(params: CreateChatCompletionParams) {
+      return yield* post("/chat/completions", params, ChatCompletion, {
+        name: "JobQueue.chat",
+        operation: "chat",
+        params
+      })
     })
-    const chatStream = (params: CreateChatCompletionParams) =>
-      http.jsonStream(
-        HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson({
-          ...params,
-          stream: true,
-          stream_options: { include_usage: true, ...params.stream_options }
-        })),
+    const chatStream = (params: CreateChatCompletionParams) => {
+      const body = { ...params, stream: true, stream_options: { include_usage: true, ...params.stream_options } }
+      return http.jsonStream(
+        HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson(body)),
         ChatCompletionChunk,
-        { ...limits, model: params.model }
-      ).pipe(Stream.withSpan("JobQueue.chatStream", { attributes: { "gen_ai.request.model": params.model } }))
-    const completions = Effect.fn("JobQueue.completions")(function*(params: CreateCompletionParams) {
-      yield* annotateRequest("text_completion", params.model)
-      return yield* post("/completions", params, Completion, params.model)
+        { ...limits, model: params.model, span: { name: "JobQueue.chatStream", operation: "chat", params: body } }
+      )
+    }
+    const completions = Effect.fnUntraced(function*(params: CreateCompletionParams) {
+      return yield* post(
+        "/completions",
+        params,
+        Completion,
+        { name: "JobQueue.completions", operation: "text_completion", params }
+      )
     })
-    const embeddings = Effect.fn("JobQueue.embeddings")(function*(params: CreateEmbeddingParams) {
-      yield* annotateRequest("embeddings", params.model)
-      return yield* post("/embeddings", params, EmbeddingList, params.model)
+    const embeddings = Effect.fnUntraced(function*(params: CreateEmbeddingParams) {
+      return yield* post("/embeddings", params, EmbeddingList, {
+        name: "JobQueue.embeddings",
+        operation: "embeddings",
+        params
+      })
     })
-    const transcribe = Effect.fn("JobQueue.transcribe")(function*(params: TranscriptionParams) {
-      yield* annotateRequest("audio.transcriptions", params.model)
+    const transcribe = Effect.fnUntraced(function*(params: TranscriptionParams) {
       return settle(
         yield* sendTranscription(http, "/audio/transcriptions", params, resultOrHandle(Transcription), {
           ...limits,
-          base: "queue"
+          base: "queue",
+          span: { name: "JobQueue.transcribe", operation: "audio.transcriptions" }
         })
       )
     })
-    const translate = Effect.fn("JobQueue.translate")(function*(params: TranscriptionParams) {
-      yield* annotateRequest("audio.translations", params.model)
+    const translate = Effect.fnUntraced(function*(params: TranscriptionParams) {
       return settle(
         yield* sendTranscription(http, "/audio/translations", params, resultOrHandle(Transcription), {
           ...limits,
-          base: "queue"
+          base: "queue",
+          span: { name: "JobQueue.translate", operation: "audio.translations" }
         })
       )
     })
-    const generateImages = Effect.fn("JobQueue.generateImages")(function*(params: CreateImageParams) {
-      yield* annotateRequest("images.generations", params.model)
-      return yield* post("/images/generations", params, ImagesResponse, params.model)
+    const generateImages = Effect.fnUntraced(function*(params: CreateImageParams) {
+      return yield* post(
+        "/images/generations",
+        params,
+        ImagesResponse,
+        { name: "JobQueue.generateImages", operation: "images.generations", params }
+      )
     })
-    const editImages = Effect.fn("JobQueue.editImages")(function*(params: EditImageParams) {
-      yield* annotateRequest("images.edits", params.model)
-      return settle(yield* sendEdit(http, params, resultOrHandle(ImagesResponse), limits))
+    const editImages = Effect.fnUntraced(function*(params: EditImageParams) {
+      return settle(
+        yield* sendEdit(http, params, resultOrHandle(ImagesResponse), {
+          ...limits,
+          span: { name: "JobQueue.editImages", operation: "images.edits" }
+        })
+      )
     })
-    const models = Effect.fn("JobQueue.models")(function*() {
-      yield* annotateRequest("models.list", undefined)
-      return (yield* http.json(HttpClientRequest.get("/models"), ModelList, limits)).value
+    const models = Effect.fnUntraced(function*() {
+      return (yield* http.json(HttpClientRequest.get("/models"), ModelList, {
+        ...limits,
+        span: { name: "JobQueue.models" }
+      })).value
     })
     return { chat, chatStream, completions, embeddings, transcribe, translate, generateImages, editImages, models }
   })

@@ -21,7 +21,6 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { annotateRequest } from "../internal/spans.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { Model, ModelList } from "../schemas/Models.js"
 import { InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
@@ -83,13 +82,14 @@ export declare namespace Models {
  */
 export const make: Effect.Effect<Models.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const listWithResponse = Effect.fn("Models.list")(function*() {
-    yield* annotateRequest("models.list", undefined)
-    return yield* http.json(HttpClientRequest.get("/models"), ModelList)
+  // each request's span is the transport's, opened when the request leaves the limiter's line
+  const listWithResponse = Effect.fnUntraced(function*() {
+    return yield* http.json(HttpClientRequest.get("/models"), ModelList, { span: { name: "Models.list" } })
   })
-  const retrieveWithResponse = Effect.fn("Models.retrieve")(function*(id: string) {
-    yield* annotateRequest("models.retrieve", id)
-    return yield* http.json(HttpClientRequest.get(`/models/${encodeURIComponent(id)}`), Model)
+  const retrieveWithResponse = Effect.fnUntraced(function*(id: string) {
+    return yield* http.json(HttpClientRequest.get(`/models/${encodeURIComponent(id)}`), Model, {
+      span: { name: "Models.retrieve" }
+    })
   })
   return {
     list: () => withoutResponse(listWithResponse()),

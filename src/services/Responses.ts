@@ -120,14 +120,14 @@ export const make: Effect.Effect<Responses.Service, never, InferenceHttpClient> 
     http.json(
       HttpClientRequest.post("/responses").pipe(HttpClientRequest.bodyUnsafeJson(params)),
       Response,
-      { model: params.model, span: { name: "Responses.create", operation: "responses" } }
+      { model: params.model, span: { name: "Responses.create", operation: "chat", params } }
     )
   const createStream = (params: CreateResponseParams): Stream.Stream<ResponseStreamEvent, ApiError> =>
     http.jsonStream(
       HttpClientRequest.post("/responses").pipe(HttpClientRequest.bodyUnsafeJson({ ...params, stream: true })),
       StreamEvent,
       // the events end when the server closes the stream: there is no [DONE]
-      { model: params.model, terminator: null, span: { name: "Responses.createStream", operation: "responses" } }
+      { model: params.model, terminator: null, span: { name: "Responses.createStream", operation: "chat", params } }
     ).pipe(
       // the type is not logged: it is the server's text, which could echo anything
       Stream.mapChunksEffect((events) => {

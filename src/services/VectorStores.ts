@@ -42,7 +42,6 @@ import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
 import { paginate } from "../internal/pagination.js"
 import { pollOrFail } from "../internal/poll.js"
-import { annotateRequest } from "../internal/spans.js"
 import { type ApiError, Timeout } from "../schemas/Errors.js"
 import {
   type AddFileParams,
@@ -56,7 +55,7 @@ import {
   VectorStoreFileList,
   VectorStoreList
 } from "../schemas/VectorStores.js"
-import { InferenceHttpClient, withoutResponse } from "./InferenceHttpClient.js"
+import { InferenceHttpClient, type RequestOptions, withoutResponse } from "./InferenceHttpClient.js"
 
 /**
  * Paging of a list.
@@ -178,7 +177,8 @@ const listQuery = (params: ListParams): Record<string, string> => {
   return out
 }
 
-const v1 = { base: "v1" } as const
+/** The options of a request on `/v1` whose span is `name`. */
+const v1 = (name: string) => ({ base: "v1", span: { name } }) as const
 
 /**
  * Builds the service on the `InferenceHttpClient`.
@@ -191,63 +191,64 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   const store = (id: string) => `/vector_stores/${encodeURIComponent(id)}`
   const file = (storeId: string, fileId: string) => `${store(storeId)}/files/${encodeURIComponent(fileId)}`
 
-  const create = Effect.fn("VectorStores.create")(function*(params: CreateVectorStoreParams) {
-    yield* annotateRequest("vector_stores.create", params.chunking_strategy?.text_embedding_model)
+  // each request's span is the transport's, opened when the request leaves the limiter's line
+  const create = Effect.fnUntraced(function*(params: CreateVectorStoreParams) {
     return yield* withoutResponse(
       http.json(HttpClientRequest.post("/vector_stores").pipe(HttpClientRequest.bodyUnsafeJson(params)), VectorStore, {
-        ...v1,
+        ...v1("VectorStores.create"),
         // a retried create could make two stores (names are unique: the second would be a 409)
         retry: false
       })
     )
   })
-  const list = Effect.fn("VectorStores.list")(function*(params: ListParams = {}) {
-    yield* annotateRequest("vector_stores.list", undefined)
+  const list = Effect.fnUntraced(function*(params: ListParams = {}) {
     return yield* withoutResponse(
       http.json(
         HttpClientRequest.get("/vector_stores").pipe(HttpClientRequest.setUrlParams(listQuery(params))),
         VectorStoreList,
-        v1
+        v1("VectorStores.list")
       )
     )
   })
-  const remove = Effect.fn("VectorStores.delete")(function*(id: string) {
-    yield* annotateRequest("vector_stores.delete", undefined)
-    return yield* withoutResponse(http.json(HttpClientRequest.del(store(id)), VectorStoreDeleted, v1))
+  const remove = Effect.fnUntraced(function*(id: string) {
+    return yield* withoutResponse(
+      http.json(HttpClientRequest.del(store(id)), VectorStoreDeleted, v1("VectorStores.delete"))
+    )
   })
-  const addFile = Effect.fn("VectorStores.addFile")(function*(storeId: string, params: AddFileParams) {
-    yield* annotateRequest("vector_stores.files.create", undefined)
+  const addFile = Effect.fnUntraced(function*(storeId: string, params: AddFileParams) {
     return yield* withoutResponse(
       http.json(
         HttpClientRequest.post(`${store(storeId)}/files`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
         VectorStoreFile,
-        v1
+        v1("VectorStores.addFile")
       )
     )
   })
-  const listFiles = Effect.fn("VectorStores.listFiles")(function*(storeId: string, params: ListParams = {}) {
-    yield* annotateRequest("vector_stores.files.list", undefined)
+  const listFiles = Effect.fnUntraced(function*(storeId: string, params: ListParams = {}) {
     return yield* withoutResponse(
       http.json(
         HttpClientRequest.get(`${store(storeId)}/files`).pipe(HttpClientRequest.setUrlParams(listQuery(params))),
         VectorStoreFileList,
-        v1
+        v1("VectorStores.listFiles")
       )
     )
   })
-  const retrieveFile = Effect.fn("VectorStores.retrieveFile")(function*(storeId: string, fileId: string) {
-    yield* annotateRequest("vector_stores.files.retrieve", undefined)
-    return yield* withoutResponse(http.json(HttpClientRequest.get(file(storeId, fileId)), VectorStoreFile, v1))
+  const getFile = (storeId: string, fileId: string, options: RequestOptions) =>
+    withoutResponse(http.json(HttpClientRequest.get(file(storeId, fileId)), VectorStoreFile, options))
+  const retrieveFile = Effect.fnUntraced(function*(storeId: string, fileId: string) {
+    return yield* getFile(storeId, fileId, v1("VectorStores.retrieveFile"))
   })
-  const deleteFile = Effect.fn("VectorStores.deleteFile")(function*(storeId: string, fileId: string) {
-    yield* annotateRequest("vector_stores.files.delete", undefined)
-    return yield* withoutResponse(http.json(HttpClientRequest.del(file(storeId, fileId)), VectorStoreDeleted, v1))
+  const deleteFile = Effect.fnUntraced(function*(storeId: string, fileId: string) {
+    return yield* withoutResponse(
+      http.json(HttpClientRequest.del(file(storeId, fileId)), VectorStoreDeleted, v1("VectorStores.deleteFile"))
+    )
   })
-  const waitForFile = Effect.fn("VectorStores.waitForFile")(
+  // several requests: one logical span around the polls, each poll's request without a span of its own
+  const waitForFile = Effect.fnUntraced(
     function*(storeId: string, fileId: string, options: WaitOptions = {}) {
       const timeout = Duration.decode(options.timeout ?? Duration.minutes(5))
       const interval = Duration.decode(options.interval ?? Duration.seconds(1))
-      return yield* pollOrFail(retrieveFile(storeId, fileId), (f) => f.isDone, {
+      return yield* pollOrFail(getFile(storeId, fileId, { base: "v1" }), (f) => f.isDone, {
         interval,
         timeout,
         onTimeout: () =>
@@ -260,15 +261,18 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
             after: timeout
           })
       })
-    }
+    },
+    Effect.withSpan("VectorStores.waitForFile", {
+      captureStackTrace: false,
+      attributes: { "aifs.operation": "VectorStores.waitForFile" }
+    })
   )
-  const search = Effect.fn("VectorStores.search")(function*(storeId: string, params: SearchParams) {
-    yield* annotateRequest("vector_stores.search", undefined)
+  const search = Effect.fnUntraced(function*(storeId: string, params: SearchParams) {
     return yield* withoutResponse(
       http.json(
         HttpClientRequest.post(`${store(storeId)}/search`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
         SearchResponse,
-        v1
+        v1("VectorStores.search")
       )
     )
   })

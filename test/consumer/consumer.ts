@@ -6,8 +6,11 @@
  * - `npx aifs models` answers from the embedded emulator;
  * - an esbuild bundle of the quickstart from the root entry holds no emulator or CLI module and is at most
  *   1.05x the bundle of the same program with deep imports;
- * - and the same checks but the bundle again in a second app with every peer at the lowest version its range in
- *   package.json allows (the floor the full suite was run on).
+ * - the README's install lines of the optional `@effect/ai` and `@effect/opentelemetry` (the Effect 3 releases)
+ *   keep one copy of `effect`, and a program on `effect-aifs/ai` traced by `@effect/opentelemetry` runs on the
+ *   embedded emulator (a `chat {model}` span under `@effect/ai`'s own);
+ * - and the same checks but the bundle and the traced program again in a second app with every peer at the lowest
+ *   version its range in package.json allows (the floor the full suite was run on).
  *
  * Run with `npm run test:consumer` (CI runs it after the build). Needs the npm registry, nothing else.
  * `-- --keep` leaves the app's folder in place to look at.
@@ -39,6 +42,38 @@ export const installLine = (readme: string): ReadonlyArray<string> => {
   }
   return lines[0]!.trim().replace(/\s+#.*$/, "").split(/\s+/).slice(2)
 }
+
+/** The README's `npm install @effect/ai@...` and `npm install @effect/opentelemetry@...` lines, as arguments. */
+export const optionalPeerLines = (readme: string): ReadonlyArray<string> => {
+  const lines = readme.split("\n").map((line) => line.trim())
+  const args = ["@effect/ai@", "@effect/opentelemetry@"].flatMap((name) => {
+    const line = lines.find((l) => l.startsWith(`npm install ${name}`))
+    return line === undefined ? fail(`README.md has no 'npm install ${name}...' line`) : line.split(/\s+/).slice(2)
+  })
+  return args
+}
+
+/** A program on the `@effect/ai` provider, traced in memory, against the embedded emulator. */
+const tracedProgram = [
+  "import { LanguageModel } from '@effect/ai'",
+  "import * as NodeSdk from '@effect/opentelemetry/NodeSdk'",
+  "import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'",
+  "import { Testing } from 'effect-aifs'",
+  "import { AifsLanguageModel } from 'effect-aifs/ai'",
+  "import * as Effect from 'effect/Effect'",
+  "import * as Layer from 'effect/Layer'",
+  "const spans = new InMemorySpanExporter()",
+  "const sdk = NodeSdk.layer(() => ({ resource: { serviceName: 'consumer' }, spanProcessor: new SimpleSpanProcessor(spans) }))",
+  // the spans are read before the SDK's layer closes: its shutdown empties the in-memory exporter
+  "const program = LanguageModel.generateText({ prompt: 'Hello' }).pipe(",
+  "  Effect.map((response) => ({ text: response.text, names: spans.getFinishedSpans().map((span) => span.name) })),",
+  "  Effect.provide(AifsLanguageModel.model('Llama-3.3-70B-Instruct')),",
+  "  Effect.provide(Layer.provideMerge(Testing.layerEmulator(), sdk))",
+  ")",
+  "const { names, text } = await Effect.runPromise(program)",
+  "if (text.length === 0 || !names.includes('chat Llama-3.3-70B-Instruct') ||",
+  "  !names.includes('LanguageModel.generateText')) { console.error(names); process.exit(1) }"
+].join("\n")
 
 /** The first TypeScript block after the README's "## Quickstart" heading. */
 export const quickstart = (readme: string): string => {
@@ -179,6 +214,16 @@ const checkApp = (app: string, code: string, optional: Optional) => {
   if (!models.includes("Llama-3.3-70B-Instruct")) fail(`npx aifs models printed no model list:\n${models}`)
 }
 
+/** The optional peers' install lines on top: still one copy of effect, and the traced provider program runs. */
+const checkOptionalPeers = (app: string, peers: ReadonlyArray<string>) => {
+  console.error(`${app}: npm install ${peers.join(" ")}`)
+  run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...peers], { cwd: app })
+  const effects = copiesOf(app, "effect")
+  if (effects.length !== 1) fail(`with ${peers.join(" ")}: ${effects.length} copies of effect: ${effects.join(", ")}`)
+  writeFileSync(join(app, "traced.mjs"), tracedProgram)
+  run(process.execPath, ["traced.mjs"], { cwd: app })
+}
+
 /** The quickstart bundled from the root entry and from deep imports: no emulator or CLI, at most 1.05x. */
 const checkBundles = async (app: string, code: string) => {
   writeFileSync(join(app, "root.ts"), code)
@@ -213,10 +258,15 @@ const main = async () => {
       ai: install.some((arg) => arg.startsWith("@effect/ai@"))
     })
     const bundles = await checkBundles(app, code)
+    const optional = optionalPeerLines(readme)
+    checkOptionalPeers(app, optional)
     const lowest = lowestPeers()
-    checkApp(installApp(work, "lowest", tarball, lowest), code, { redis: true, ai: true })
+    const lowestApp = installApp(work, "lowest", tarball, lowest)
+    checkApp(lowestApp, code, { redis: true, ai: true })
+    checkOptionalPeers(lowestApp, optional.filter((arg) => !arg.startsWith("@effect/ai@")))
     console.log(
-      `effect copies 1, ESM ok, CJS ok, quickstart types ok, npx aifs ok, ${bundles}, tarball ` +
+      `effect copies 1, ESM ok, CJS ok, quickstart types ok, npx aifs ok, ${bundles}, ` +
+        `${optional.join(" ")}: one effect, traced provider ok, tarball ` +
         `${kb(statSync(tarball).size)}; the same with the lowest peers (${lowest.join(" ")}) ok`
     )
   } finally {

@@ -124,10 +124,10 @@ describe("the proactive rate limiter against the emulator", () => {
       yield* waitUntil("20 requests are answered", Effect.sync(() => done >= 20))
       const named = (name: string) => spans.filter((span) => span.name === name)
       // the waiting request holds no span yet
-      assert.strictEqual(named("Chat.create").length, 20)
+      assert.strictEqual(named("chat Llama-3.3-70B-Instruct").length, 20)
       yield* runToCompletion(fiber, 21, () => done)
       const [caller] = named("caller")
-      const creates = named("Chat.create")
+      const creates = named("chat Llama-3.3-70B-Instruct")
       assert.strictEqual(creates.length, 21)
       for (const span of creates) {
         assert.strictEqual(span.status._tag, "Ended")
@@ -156,10 +156,12 @@ describe("the proactive rate limiter against the emulator", () => {
       )
       const usage = Chunk.toReadonlyArray(chunks).find((chunk) => chunk.usage)?.usage
       const [caller] = spans.filter((span) => span.name === "caller")
-      const [span] = spans.filter((span) => span.name === "Chat.createStream")
+      const [span] = spans.filter((span) => span.name === "chat Llama-3.3-70B-Instruct")
       assert.strictEqual(span?.status._tag, "Ended")
       assert.strictEqual(Option.getOrUndefined(span!.parent)?.spanId, caller?.spanId)
       assert.strictEqual(span?.attributes.get("gen_ai.operation.name"), "chat")
+      assert.strictEqual(span?.attributes.get("aifs.operation"), "Chat.createStream")
+      assert.strictEqual(span?.attributes.get("gen_ai.request.stream"), true)
       assert.strictEqual(span?.attributes.get("aifs.limiter.wait_ms"), 0)
       assert.strictEqual(span?.attributes.get("gen_ai.usage.input_tokens"), usage?.prompt_tokens)
       assert.strictEqual(span?.attributes.get("gen_ai.usage.output_tokens"), usage?.completion_tokens)
@@ -179,8 +181,9 @@ describe("the proactive rate limiter against the emulator", () => {
         Effect.withTracer(recording)
       )
       // its span shows the refusal
-      const [span] = spans.filter((s) => s.name === "Chat.create")
+      const [span] = spans.filter((s) => s.name === "chat Llama-3.3-70B-Instruct")
       assert.isTrue(span?.status._tag === "Ended" && Exit.isFailure(span.status.exit))
+      assert.strictEqual(span?.attributes.get("error.type"), "RequestTooLarge")
       assert.strictEqual(error._tag, "RequestTooLarge")
       // refused by the client: no status (the server's own refusal would carry its 429)
       if (error._tag === "RequestTooLarge") assert.isUndefined(error.status)

@@ -12,12 +12,14 @@ import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { type ApiError, DecodeError, Timeout, TransportError } from "../../schemas/Errors.js"
 import type { ServerSentEvent } from "../../services/InferenceHttpClient.js"
+import type { RequestOptions } from "../../services/InferenceHttpClient.js"
 import { excerpt, fromHttpClientError, fromStreamError } from "../errors.js"
-import { annotateResponse } from "../spans.js"
 import { decodeEvents } from "../sse.js"
+import { isModelOperation, ResponseSummary } from "../telemetry.js"
 import { readBounded } from "../transport.js"
 import type { Sent } from "./attempt.js"
 import { decoder } from "./decode.js"
+import { answered } from "./operation.js"
 import { reconcile, usageTotal } from "./permit.js"
 
 /** A 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show. */
@@ -74,17 +76,19 @@ const isErrorPayload = (data: unknown): boolean =>
 /**
  * The payloads of an opened stream's events, decoded with `schema` a network chunk at a time, synchronously (no
  * effect per event). The `terminator` (or an error event) ends the stream within its chunk, without waiting for
- * more bytes; a stream that ends without it fails. The usage it reports settles the permit however it ends, and is
- * annotated on the operation's span when `traced`.
+ * more bytes; a stream that ends without it fails. The usage it reports settles the permit however it ends; what it
+ * reports (id, model, finish reasons, usage) is annotated on the operation's span when it has one.
  */
 export const decodeJsonEvents = <A, I>(
   sent: Sent,
   events: Stream.Stream<ServerSentEvent, ApiError>,
   schema: Schema.Schema<A, I>,
   terminator: string | null,
-  traced: boolean,
+  options: RequestOptions,
   redact: (text: string) => string
 ): Stream.Stream<A, ApiError> => {
+  // what the events said, for a model operation's span and metrics
+  const summary = isModelOperation(options.span?.operation) ? new ResponseSummary() : undefined
   const { endpoint, meta, permit } = sent
   const context = { endpoint, requestId: meta.requestId, rateLimit: meta.rateLimit }
   const decode = decoder(schema, endpoint, redact)
@@ -126,6 +130,7 @@ export const decodeJsonEvents = <A, I>(
         break
       }
       if (usageTotal(value.right) !== undefined) usage = value.right
+      summary?.observe(value.right)
       values.push(value.right)
     }
     return Chunk.unsafeFromArray(values)
@@ -145,10 +150,10 @@ export const decodeJsonEvents = <A, I>(
         : terminator !== null && !ended
         ? Stream.fail(new TransportError({ message: `stream ended before ${terminator}`, endpoint }))
         : Stream.empty
-      // the operation's span shows the usage the stream reported (this runs within it, a finalizer not)
-      return !traced || usage === undefined
+      // the operation's span shows what the stream reported (this runs within it, a finalizer not)
+      return summary === undefined
         ? end
-        : Stream.concat(Stream.drain(Stream.fromEffect(annotateResponse(usage))), end)
+        : Stream.concat(Stream.drain(Stream.fromEffect(answered(options, summary))), end)
     })
   )
 }

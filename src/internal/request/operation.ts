@@ -1,17 +1,36 @@
 /**
  * A request as one operation: its span, opened when the first attempt leaves the limiter's line (a caller waiting
- * there holds no span), and its attempts, the first one admitted before anything else is built.
+ * there holds no span), its metrics, and its attempts, the first one admitted before anything else is built.
+ * Every service's requests get their span here, named and annotated by `telemetry.ts`.
  * @internal
  */
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
+import * as Metric from "effect/Metric"
+import * as MetricKey from "effect/MetricKey"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Metrics from "../../layers/ClientMetrics.js"
 import type { ApiError } from "../../schemas/Errors.js"
 import type { RequestOptions } from "../../services/InferenceHttpClient.js"
-import { requestAttributes } from "../spans.js"
+import {
+  isModelOperation,
+  operationDurationKey,
+  providerName,
+  ResponseSummary,
+  spanOf,
+  tokenUsageKey
+} from "../telemetry.js"
 import type { Admissions, FirstAdmission } from "./admission.js"
+
+/** The service's host and port, as `server.address` / `server.port` name them. */
+type Server = { readonly address: string; readonly port: number } | undefined
 
 /**
  * The first per-request time limit that is not a duration, if any: checked before the request waits in the
@@ -26,28 +45,178 @@ const invalidDuration = (options: RequestOptions): string | undefined => {
   return limits.find(([, value]) => value !== undefined && Option.isNone(Duration.decodeUnknown(value)))?.[0]
 }
 
-/** The span of an operation: its name and attributes (no call-site capture: every request would hold its error). */
-const spanOf = (span: NonNullable<RequestOptions["span"]>, options: RequestOptions, waitedMs: number | undefined) =>
-  [span.name, {
-    attributes: {
-      ...requestAttributes(span.operation, options.model),
-      ...(waitedMs === undefined ? {} : { "aifs.limiter.wait_ms": waitedMs })
+/** A model operation's histograms, tagged with its operation, provider and model. */
+interface Instruments {
+  readonly duration: (errorType: string | undefined) => Metric.Metric.Histogram<number>
+  readonly input: Metric.Metric.Histogram<number>
+  readonly output: Metric.Metric.Histogram<number>
+}
+
+const labelled = (key: MetricKey.MetricKey.Histogram, tags: ReadonlyArray<readonly [string, string]>) =>
+  Metric.fromMetricKey(MetricKey.taggedWithLabels(key, tags.map(([name, value]) => MetricLabel.make(name, value))))
+
+/**
+ * The instruments of each operation and model, made once: a metric tagged per update (`Metric.tagged`) looks its
+ * series up in the registry at every update, one made from its tagged key keeps it.
+ */
+const instruments = new Map<string, Instruments>()
+
+const instrumentsOf = (operation: string, model: string | undefined): Instruments => {
+  const id = `${operation}\u0000${model ?? ""}`
+  const known = instruments.get(id)
+  if (known !== undefined) return known
+  const tags: Array<readonly [string, string]> = [
+    ["gen_ai.operation.name", operation],
+    ["gen_ai.provider.name", providerName]
+  ]
+  if (model !== undefined) tags.push(["gen_ai.request.model", model])
+  const ok = labelled(operationDurationKey, tags)
+  const failed = new Map<string, Metric.Metric.Histogram<number>>()
+  const made: Instruments = {
+    duration: (errorType) => {
+      if (errorType === undefined) return ok
+      const metric = failed.get(errorType) ?? labelled(operationDurationKey, [...tags, ["error.type", errorType]])
+      failed.set(errorType, metric)
+      return metric
     },
+    input: labelled(tokenUsageKey, [...tags, ["gen_ai.token.type", "input"]]),
+    output: labelled(tokenUsageKey, [...tags, ["gen_ai.token.type", "output"]])
+  }
+  // a bound on what a stream of distinct model names could hold: past it, the oldest are made again when used
+  if (instruments.size >= 1_000) instruments.delete(instruments.keys().next().value!)
+  instruments.set(id, made)
+  return made
+}
+
+/**
+ * Shows what a model operation's answer (a JSON body, or a stream's events read into `summary`) said: the
+ * response attributes on the current span, and the tokens it used.
+ */
+export const answered = (options: RequestOptions, summary: ResponseSummary): Effect.Effect<void> => {
+  const operation = options.span?.operation
+  // an answer of another operation (a file, a job) is no model's: no gen_ai attribute
+  if (!isModelOperation(operation)) return Effect.void
+  const { input, output } = instrumentsOf(operation, options.model)
+  return Effect.zipRight(
+    Effect.annotateCurrentSpan(summary.attributes()),
+    // both observations in one step, with the fiber's metric labels as `Metric.update` would add them
+    Effect.flatMap(FiberRef.get(FiberRef.currentMetricLabels), (labels) =>
+      Effect.sync(() => {
+        if (summary.inputTokens !== undefined) input.unsafeUpdate(summary.inputTokens, labels)
+        if (summary.outputTokens !== undefined) output.unsafeUpdate(summary.outputTokens, labels)
+      }))
+  )
+}
+
+/** `answered` for one decoded JSON body. */
+export const answeredWith = (options: RequestOptions, value: unknown): Effect.Effect<void> => {
+  if (!isModelOperation(options.span?.operation)) return Effect.void
+  const summary = new ResponseSummary()
+  summary.observe(value)
+  return answered(options, summary)
+}
+
+/** `error.type`: the client's tag of a failure (`RateLimited`, `Timeout`...); nothing for an interruption. */
+const errorTypeOf = (exit: Exit.Exit<unknown, ApiError>): string | undefined =>
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause))?._tag : undefined
+
+/** Records a model operation's duration, tagged with its error's type when it failed. */
+const recordDuration = (
+  options: RequestOptions,
+  operation: string,
+  startMs: number,
+  errorType: string | undefined
+): Effect.Effect<void> =>
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (end) => Metric.update(instrumentsOf(operation, options.model).duration(errorType), (end - startMs) / 1000)
+  )
+
+/** The route an admission took, as `aifs.route` says it. */
+const routeOf = (options: RequestOptions, first: FirstAdmission) =>
+  `/${first.admission?.options.base ?? options.base ?? "v2"}`
+
+/** The span's options at its start. */
+const spanOptions = (
+  options: NonNullable<RequestOptions["span"]> & object,
+  request: RequestOptions,
+  server: Server,
+  streaming: boolean,
+  extra: Record<string, unknown>
+) => {
+  const span = spanOf(options, request.model, server, streaming)
+  return [span.name, {
+    kind: span.kind,
+    attributes: { ...span.attributes, ...extra },
     captureStackTrace: false
   }] as const
+}
 
-/** `effect` in the operation's span, when the request names one. */
-const traced = <A>(effect: Effect.Effect<A, ApiError>, options: RequestOptions, waitedMs: number | undefined) =>
-  options.span === undefined ? effect : Effect.withSpan(effect, ...spanOf(options.span, options, waitedMs))
+/** What the client adds to every operation's span: the limiter's wait and the route the request took. */
+const extras = (options: RequestOptions, first: FirstAdmission | undefined, waitedMs: number | undefined) => ({
+  ...(waitedMs === undefined ? {} : { "aifs.limiter.wait_ms": waitedMs }),
+  ...(first === undefined ? {} : { "aifs.route": routeOf(options, first) })
+})
 
-const tracedStream = <A>(stream: Stream.Stream<A, ApiError>, options: RequestOptions, waitedMs: number | undefined) =>
-  options.span === undefined ? stream : Stream.withSpan(stream, ...spanOf(options.span, options, waitedMs))
+/**
+ * `effect` in the operation's span (when the request names one), with `error.type` on failure and, for a model
+ * operation, its duration. The one way every transport opens a span.
+ */
+export const traced = <A>(
+  effect: Effect.Effect<A, ApiError>,
+  options: RequestOptions,
+  server: Server,
+  first?: FirstAdmission,
+  waitedMs?: number
+): Effect.Effect<A, ApiError> => {
+  const op = options.span
+  if (op === undefined) return effect
+  const operation = op.operation
+  const timed = Effect.flatMap(Clock.currentTimeMillis, (start) =>
+    Effect.onExit(
+      Effect.tapError(effect, (error) => Effect.annotateCurrentSpan("error.type", error._tag)),
+      (exit) => isModelOperation(operation) ? recordDuration(options, operation, start, errorTypeOf(exit)) : Effect.void
+    ))
+  return Effect.withSpan(timed, ...spanOptions(op, options, server, false, extras(options, first, waitedMs)))
+}
+
+/** `traced` for a stream: the span and the duration cover it to its end. */
+const tracedStream = <A>(
+  stream: Stream.Stream<A, ApiError>,
+  options: RequestOptions,
+  server: Server,
+  first: FirstAdmission | undefined,
+  waitedMs: number | undefined
+): Stream.Stream<A, ApiError> => {
+  const op = options.span
+  if (op === undefined) return stream
+  const operation = op.operation
+  const timed = Stream.unwrap(Effect.map(Clock.currentTimeMillis, (start) => {
+    let errorType: string | undefined
+    return stream.pipe(
+      Stream.tapError((error) => {
+        errorType = error._tag
+        return Effect.annotateCurrentSpan("error.type", error._tag)
+      }),
+      Stream.ensuring(
+        Effect.suspend(() =>
+          isModelOperation(operation) ? recordDuration(options, operation, start, errorType) : Effect.void
+        )
+      )
+    )
+  }))
+  return Stream.withSpan(timed, ...spanOptions(op, options, server, true, extras(options, first, waitedMs)))
+}
 
 /** The operations of requests, admitted by `admissions` when a limiter is on. */
-export const make = (admissions: Admissions | undefined) => {
+export const make = (admissions: Admissions | undefined, server: Server) => {
+  /** The wait in the limiter's line, as the `aifs.limiter.wait` histogram counts it. */
+  const waited = <A, E, R>(effect: Effect.Effect<A, E, R>, waitedMs: number) =>
+    Effect.zipRight(Metric.update(Metrics.limiterWait, waitedMs / 1000), effect)
+
   /** A refusal by the limiter (larger than the whole quota) still gets the operation's span, showing why. */
   const refusedIn = (options: RequestOptions) => (failed: Effect.Effect<never, ApiError>) =>
-    traced(failed, options, undefined)
+    traced(failed, options, server)
 
   /**
    * Runs the attempts of one request in its span. A caller waiting in the limiter's line holds its request and a
@@ -60,14 +229,16 @@ export const make = (admissions: Admissions | undefined) => {
   ): Effect.Effect<A, ApiError> => {
     const invalid = invalidDuration(options)
     if (invalid !== undefined) return Effect.dieMessage(`RequestOptions.${invalid} is not a duration`)
-    return admissions === undefined
-      ? traced(run({ admission: undefined }), options, undefined)
-      : admissions.first(
-        request,
-        options,
-        refusedIn(options),
-        (first, waitedMs) => traced(run(first), options, waitedMs)
-      )
+    if (admissions === undefined) {
+      const first: FirstAdmission = { admission: undefined }
+      return traced(run(first), options, server, first)
+    }
+    return admissions.first(
+      request,
+      options,
+      refusedIn(options),
+      (first, waitedMs) => waited(traced(run(first), options, server, first, waitedMs), waitedMs)
+    )
   }
 
   /**
@@ -81,7 +252,10 @@ export const make = (admissions: Admissions | undefined) => {
   ): Stream.Stream<A, ApiError> => {
     const invalid = invalidDuration(options)
     if (invalid !== undefined) return Stream.dieMessage(`RequestOptions.${invalid} is not a duration`)
-    if (admissions === undefined) return tracedStream(run({ admission: undefined }), options, undefined)
+    if (admissions === undefined) {
+      const first: FirstAdmission = { admission: undefined }
+      return tracedStream(run(first), options, server, first, undefined)
+    }
     return Stream.unwrapScoped(
       admissions.first(request, options, refusedIn(options), (first, waitedMs) =>
         // the stream runs after this returns: its scope, not the end of this, gives back an unused admission
@@ -90,9 +264,9 @@ export const make = (admissions: Admissions | undefined) => {
           first.admission = undefined
           return Effect.as(
             Effect.addFinalizer(() => Effect.suspend(() => kept.admission?.permit?.cancel ?? Effect.void)),
-            tracedStream(run(kept), options, waitedMs)
+            tracedStream(run(kept), options, server, kept, waitedMs)
           )
-        })))
+        })).pipe((effect) => waited(effect, waitedMs)))
     )
   }
 

@@ -164,14 +164,15 @@ export const make = (options: Options): Effect.Effect<Auth.Service, never, Gatew
 
     const isFresh = (token: Token, now: number) => token.refreshAt === undefined || now < token.refreshAt
 
-    const send = Effect.fn("Auth.login")(function*() {
-      yield* Effect.annotateCurrentSpan("gateway.user", options.username)
+    // the login's span is the transport's
+    const send = Effect.fnUntraced(function*() {
       yield* Ref.update(count, (n) => n + 1)
       const { value } = yield* http.json(
         HttpClientRequest.post("/api/v1/auth/user").pipe(
           HttpClientRequest.bodyUnsafeJson({ username: options.username, password: Redacted.value(password) })
         ),
-        AccessToken
+        AccessToken,
+        { span: { name: "Auth.login", attributes: { "aifs.gateway.user": options.username } } }
       )
       const now = yield* Clock.currentTimeMillis
       const expiresAt = jwtExpiry(value.access_token) ??
@@ -219,7 +220,11 @@ export const make = (options: Options): Effect.Effect<Auth.Service, never, Gatew
             invalidate(first).pipe(
               Effect.zipRight(token()),
               Effect.flatMap(call),
-              Effect.withSpan("Auth.reauthenticate")
+              // the login and the repeated call, under one span
+              Effect.withSpan("Auth.reauthenticate", {
+                captureStackTrace: false,
+                attributes: { "aifs.operation": "Auth.reauthenticate" }
+              })
             ))
         ))
 

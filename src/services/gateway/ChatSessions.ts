@@ -102,20 +102,24 @@ export const path = "/chat-session-manager"
 export const make: Effect.Effect<ChatSessions.Service, never, Gateway> = Effect.gen(function*() {
   const gateway = yield* Gateway
   const sessions = `${path}/api/v1/sessions/`
-  const list = Effect.fn("ChatSessions.list")(function*() {
-    return (yield* gateway.send(HttpClientRequest.get(sessions), ChatSessionList)).value
+  // each request's span is the transport's
+  const list = Effect.fnUntraced(function*() {
+    return (yield* gateway.send(HttpClientRequest.get(sessions), ChatSessionList, {
+      span: { name: "ChatSessions.list" }
+    })).value
   })
-  const create = Effect.fn("ChatSessions.create")(function*(params: CreateSessionParams) {
+  const create = Effect.fnUntraced(function*(params: CreateSessionParams) {
     const request = HttpClientRequest.post(sessions).pipe(HttpClientRequest.bodyUnsafeJson(params))
     // a retried create could make two sessions
-    return (yield* gateway.send(request, ChatSession, { retry: false })).value
+    return (yield* gateway.send(request, ChatSession, { retry: false, span: { name: "ChatSessions.create" } })).value
   })
-  const get = Effect.fn("ChatSessions.get")(function*(sessionId: string) {
-    return (yield* gateway.send(HttpClientRequest.get(`${sessions}${encodeURIComponent(sessionId)}`), ChatSession))
-      .value
+  const get = Effect.fnUntraced(function*(sessionId: string) {
+    const request = HttpClientRequest.get(`${sessions}${encodeURIComponent(sessionId)}`)
+    return (yield* gateway.send(request, ChatSession, { span: { name: "ChatSessions.get" } })).value
   })
-  const del = Effect.fn("ChatSessions.delete")(function*(sessionId: string) {
-    return (yield* gateway.send(HttpClientRequest.del(`${sessions}${encodeURIComponent(sessionId)}`), Deleted)).value
+  const del = Effect.fnUntraced(function*(sessionId: string) {
+    const request = HttpClientRequest.del(`${sessions}${encodeURIComponent(sessionId)}`)
+    return (yield* gateway.send(request, Deleted, { span: { name: "ChatSessions.delete" } })).value
   })
   return { list, create, get, delete: del }
 })

@@ -86,8 +86,11 @@ export const path = "/config-manager"
  */
 export const make: Effect.Effect<ConfigManager.Service, never, Gateway> = Effect.gen(function*() {
   const gateway = yield* Gateway
-  const list = Effect.fn("ConfigManager.list")(function*() {
-    const { value } = yield* gateway.send(HttpClientRequest.get(`${path}/api/v1/user/configs`), UserConfigList)
+  // the request's span is the transport's
+  const list = Effect.fnUntraced(function*() {
+    const { value } = yield* gateway.send(HttpClientRequest.get(`${path}/api/v1/user/configs`), UserConfigList, {
+      span: { name: "ConfigManager.list" }
+    })
     return value
   })
   return { list }

@@ -35,6 +35,7 @@ import { pollOrFail } from "../../internal/poll.js"
 import { type ApiError, Timeout } from "../../schemas/Errors.js"
 import { type GatewayFile, GatewayFileList } from "../../schemas/Gateway.js"
 import { Gateway, withQuery } from "./Gateway.js"
+import type { RequestOptions } from "./GatewayHttpClient.js"
 
 /**
  * A file to upload.
@@ -160,9 +161,9 @@ export const mediaTypeOf = (name: string): string =>
 export const make: Effect.Effect<FileManager.Service, never, Gateway> = Effect.gen(function*() {
   const gateway = yield* Gateway
   const files = `${path}/api/v1/files/`
-  const upload = Effect.fn("FileManager.upload")(
+  // each request's span is the transport's
+  const upload = Effect.fnUntraced(
     function*(items: ReadonlyArray<UploadFile>, options?: { readonly kb?: string | undefined }) {
-      yield* Effect.annotateCurrentSpan("gateway.files", items.length)
       const { body } = yield* Multipart.encode(
         Multipart.inMemory(items.map((item) => ({
           name: "files",
@@ -176,20 +177,32 @@ export const make: Effect.Effect<FileManager.Service, never, Gateway> = Effect.g
         HttpClientRequest.setBody(body)
       )
       // a re-sent upload is answered `duplicated`, which counts as done
-      return (yield* gateway.send(request, GatewayFileList)).value
+      return (yield* gateway.send(request, GatewayFileList, {
+        span: { name: "FileManager.upload", attributes: { "aifs.gateway.files": items.length } }
+      })).value
     }
   )
-  const list = Effect.fn("FileManager.list")(
-    function*(fileIds: ReadonlyArray<string>, options?: { readonly kb?: string | undefined }) {
-      const request = withQuery(HttpClientRequest.get(files), { kb: options?.kb ?? "local", fileIds })
-      return (yield* gateway.send(request, GatewayFileList)).value
-    }
-  )
-  const waitForUploads = Effect.fn("FileManager.waitForUploads")(
+  const listWith = (
+    fileIds: ReadonlyArray<string>,
+    kb: string | undefined,
+    sendOptions: Omit<RequestOptions, "token">
+  ) =>
+    Effect.map(
+      gateway.send(
+        withQuery(HttpClientRequest.get(files), { kb: kb ?? "local", fileIds }),
+        GatewayFileList,
+        sendOptions
+      ),
+      (r) => r.value
+    )
+  const list = (fileIds: ReadonlyArray<string>, options?: { readonly kb?: string | undefined }) =>
+    listWith(fileIds, options?.kb, { span: { name: "FileManager.list" } })
+  // several requests: one logical span around the polls, each poll's request without a span of its own
+  const waitForUploads = Effect.fnUntraced(
     function*(fileIds: ReadonlyArray<string>, options: WaitOptions = {}) {
       const timeout = Duration.decode(options.timeout ?? Duration.minutes(5))
       return yield* pollOrFail(
-        list(fileIds, { kb: options.kb }),
+        listWith(fileIds, options.kb, {}),
         (records) => fileIds.every((id) => records.some((r) => r.fileId === id && (r.isDone || r.isFailed))),
         {
           interval: options.interval ?? Duration.seconds(2),
@@ -203,7 +216,11 @@ export const make: Effect.Effect<FileManager.Service, never, Gateway> = Effect.g
             })
         }
       )
-    }
+    },
+    Effect.withSpan("FileManager.waitForUploads", {
+      captureStackTrace: false,
+      attributes: { "aifs.operation": "FileManager.waitForUploads" }
+    })
   )
   return { upload, list, waitForUploads }
 })

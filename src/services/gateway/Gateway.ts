@@ -190,10 +190,15 @@ export const make: Effect.Effect<Gateway.Service, never, Auth | GatewayHttpClien
         ({ body }) => HttpClientRequest.setBody(base, body)
       )
       : Effect.succeed(params.body !== undefined ? HttpClientRequest.bodyUnsafeJson(base, params.body) : base)
-    return Effect.flatMap(withBody, (request) => send(request, params.response, { retry: params.retry })).pipe(
-      Effect.map((r) => r.value),
-      Effect.withSpan("Gateway.request", { attributes: { "gateway.service": service, "http.method": method } })
-    )
+    // the span is the transport's
+    return Effect.flatMap(
+      withBody,
+      (request) =>
+        send(request, params.response, {
+          retry: params.retry,
+          span: { name: "Gateway.request", attributes: { "aifs.gateway.service": service } }
+        })
+    ).pipe(Effect.map((r) => r.value))
   }
   return { send, request }
 })

@@ -67,6 +67,12 @@ export interface RequestOptions {
   readonly retry?: boolean | undefined
   /** Time limit of one attempt, overriding the configured one. */
   readonly timeout?: Duration.DurationInput | undefined
+  /** The operation's span, named `name` (with `aifs.operation`), over the attempts and their HTTP spans. */
+  readonly span?: {
+    readonly name: string
+    /** More attributes of the client's own (`aifs.*`), set when the span opens. */
+    readonly attributes?: Readonly<Record<string, unknown>> | undefined
+  } | undefined
 }
 
 /**

@@ -42,6 +42,7 @@ import { pollOrFail } from "../../internal/poll.js"
 import { type ApiError, Timeout } from "../../schemas/Errors.js"
 import { type CreateTaskParams, IngestTask, IngestTaskList } from "../../schemas/Gateway.js"
 import { Gateway, withQuery } from "./Gateway.js"
+import type { RequestOptions } from "./GatewayHttpClient.js"
 
 /**
  * The ingest master.
@@ -119,48 +120,58 @@ export const path = "/ingest-master"
  */
 export const make: Effect.Effect<IngestMaster.Service, never, Gateway> = Effect.gen(function*() {
   const gateway = yield* Gateway
-  const createTask = Effect.fn("IngestMaster.createTask")(function*(params: CreateTaskParams) {
+  // each request's span is the transport's
+  const createTask = Effect.fnUntraced(function*(params: CreateTaskParams) {
     const request = HttpClientRequest.post(`${path}/api/v1/task`).pipe(HttpClientRequest.bodyUnsafeJson(params))
     // a second task would ingest the file twice
-    return (yield* gateway.send(request, IngestTask, { retry: false })).value
+    return (yield* gateway.send(request, IngestTask, { retry: false, span: { name: "IngestMaster.createTask" } })).value
   })
-  const tasksForFile = Effect.fn("IngestMaster.tasksForFile")(function*(filePath: string, role?: string) {
+  const tasksWith = (filePath: string, role: string | undefined, sendOptions: Omit<RequestOptions, "token">) => {
     const request = withQuery(HttpClientRequest.post(`${path}/api/v1/tasks/file`), {
       file_path: filePath,
       role: role ?? "user"
     })
-    return (yield* gateway.send(request, IngestTaskList)).value
-  })
-  const waitForIngestion = Effect.fn("IngestMaster.waitForIngestion")(function*(
-    filePath: string,
-    options: {
-      readonly role?: string | undefined
-      readonly interval?: Duration.DurationInput | undefined
-      readonly timeout?: Duration.DurationInput | undefined
-    } = {}
-  ) {
-    const timeout = Duration.decode(options.timeout ?? Duration.minutes(10))
-    const tasks = yield* pollOrFail(
-      tasksForFile(filePath, options.role),
-      (tasks) => {
-        const last = tasks[tasks.length - 1]
-        return last !== undefined && (last.isDone || last.isFailed)
-      },
-      {
-        interval: options.interval ?? Duration.seconds(2),
-        timeout,
-        onTimeout: () =>
-          new Timeout({
-            message: `ingestion of ${filePath} not finished within ${Duration.format(timeout)}`,
-            endpoint: `POST ${path}/api/v1/tasks/file`,
-            timeout: "total",
-            after: timeout
-          })
-      }
-    )
-    // the poll ends on a list whose last task is done or failed
-    return tasks[tasks.length - 1]!
-  })
+    return Effect.map(gateway.send(request, IngestTaskList, sendOptions), (r) => r.value)
+  }
+  const tasksForFile = (filePath: string, role?: string) =>
+    tasksWith(filePath, role, { span: { name: "IngestMaster.tasksForFile" } })
+  // several requests: one logical span around the polls, each poll's request without a span of its own
+  const waitForIngestion = Effect.fnUntraced(
+    function*(
+      filePath: string,
+      options: {
+        readonly role?: string | undefined
+        readonly interval?: Duration.DurationInput | undefined
+        readonly timeout?: Duration.DurationInput | undefined
+      } = {}
+    ) {
+      const timeout = Duration.decode(options.timeout ?? Duration.minutes(10))
+      const tasks = yield* pollOrFail(
+        tasksWith(filePath, options.role, {}),
+        (tasks) => {
+          const last = tasks[tasks.length - 1]
+          return last !== undefined && (last.isDone || last.isFailed)
+        },
+        {
+          interval: options.interval ?? Duration.seconds(2),
+          timeout,
+          onTimeout: () =>
+            new Timeout({
+              message: `ingestion of ${filePath} not finished within ${Duration.format(timeout)}`,
+              endpoint: `POST ${path}/api/v1/tasks/file`,
+              timeout: "total",
+              after: timeout
+            })
+        }
+      )
+      // the poll ends on a list whose last task is done or failed
+      return tasks[tasks.length - 1]!
+    },
+    Effect.withSpan("IngestMaster.waitForIngestion", {
+      captureStackTrace: false,
+      attributes: { "aifs.operation": "IngestMaster.waitForIngestion" }
+    })
+  )
   return { createTask, tasksForFile, waitForIngestion }
 })
 

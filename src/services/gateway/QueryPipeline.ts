@@ -91,11 +91,15 @@ export const make = (options: Options = {}): Effect.Effect<QueryPipeline.Service
   Effect.gen(function*() {
     const gateway = yield* Gateway
     const path = (options.path ?? "query-pipeline").replace(/^\/+|\/+$/g, "")
-    const chat = Effect.fn("QueryPipeline.chat")(function*(params: ChatParams) {
-      yield* Effect.annotateCurrentSpan("gateway.session", params.sessionId)
+    // the request's span is the transport's
+    const chat = Effect.fnUntraced(function*(params: ChatParams) {
       const request = HttpClientRequest.post(`/${path}/api/v1/chat`).pipe(HttpClientRequest.bodyUnsafeJson(params))
       // a chat turn is appended to the session's history: not sent twice
-      return (yield* gateway.send(request, ChatAnswerFromWire, { retry: false })).value
+      return (yield* gateway.send(request, ChatAnswerFromWire, {
+        retry: false,
+        span: { name: "QueryPipeline.chat", attributes: { "aifs.gateway.session": params.sessionId } }
+      }))
+        .value
     })
     return { path, chat }
   })

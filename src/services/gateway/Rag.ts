@@ -141,7 +141,7 @@ const describe = (error: ApiError): string => `${error._tag}: ${error.message}`
  * @since 0.1.0
  * @category workflow
  */
-export const ingest = Effect.fn("Rag.ingest")(function*(
+export const ingest = Effect.fnUntraced(function*(
   files: ReadonlyArray<UploadFile>,
   options: IngestOptions = {}
 ): Effect.fn.Return<ReadonlyArray<Outcome>, ApiError, FileManager | IngestMaster> {
@@ -250,7 +250,7 @@ export const ingest = Effect.fn("Rag.ingest")(function*(
       )
     })
   return yield* Effect.forEach(files.map((_, i) => i), one, { concurrency: 4 })
-})
+}, Effect.withSpan("Rag.ingest", { captureStackTrace: false, attributes: { "aifs.operation": "Rag.ingest" } }))
 
 /**
  * What a session chats over.
@@ -278,25 +278,28 @@ export interface SessionOptions {
  * @since 0.1.0
  * @category workflow
  */
-export const openSession = Effect.fn("Rag.openSession")(function*(
-  options: SessionOptions = {}
-): Effect.fn.Return<ChatSession, ApiError, ConfigManager | ChatSessions> {
-  const configs = yield* (yield* ConfigManager).list()
-  const local = configs.flatMap((c) => c.localKbConfigs ?? [])
-  const config = options.configId === undefined ? local[0] : local.find((c) => c.id === options.configId)
-  const activeFiles = (options.files ?? []).flatMap((f) =>
-    typeof f === "string" ? [f] : f.ok && f.fileId !== undefined ? [f.fileId] : []
-  )
-  return yield* (yield* ChatSessions).create({
-    title: options.title ?? "effect-aifs",
-    config: {
-      localConfigId: options.configId ?? config?.id ?? null,
-      globalContext: options.global ?? false,
-      activeFiles: options.global === true ? [] : activeFiles,
-      chatModel: options.model ?? config?.allowed_llms?.[0]?.name ?? null
-    }
-  })
-})
+export const openSession = Effect.fnUntraced(
+  function*(
+    options: SessionOptions = {}
+  ): Effect.fn.Return<ChatSession, ApiError, ConfigManager | ChatSessions> {
+    const configs = yield* (yield* ConfigManager).list()
+    const local = configs.flatMap((c) => c.localKbConfigs ?? [])
+    const config = options.configId === undefined ? local[0] : local.find((c) => c.id === options.configId)
+    const activeFiles = (options.files ?? []).flatMap((f) =>
+      typeof f === "string" ? [f] : f.ok && f.fileId !== undefined ? [f.fileId] : []
+    )
+    return yield* (yield* ChatSessions).create({
+      title: options.title ?? "effect-aifs",
+      config: {
+        localConfigId: options.configId ?? config?.id ?? null,
+        globalContext: options.global ?? false,
+        activeFiles: options.global === true ? [] : activeFiles,
+        chatModel: options.model ?? config?.allowed_llms?.[0]?.name ?? null
+      }
+    })
+  },
+  Effect.withSpan("Rag.openSession", { captureStackTrace: false, attributes: { "aifs.operation": "Rag.openSession" } })
+)
 
 /**
  * Asks a question in a session.

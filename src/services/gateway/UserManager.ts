@@ -87,8 +87,11 @@ export const path = "/user-manager"
  */
 export const make: Effect.Effect<UserManager.Service, never, Gateway> = Effect.gen(function*() {
   const gateway = yield* Gateway
-  const me = Effect.fn("UserManager.me")(function*() {
-    const { value } = yield* gateway.send(HttpClientRequest.get(`${path}/api/v1/users/me`), GatewayUser)
+  // the request's span is the transport's
+  const me = Effect.fnUntraced(function*() {
+    const { value } = yield* gateway.send(HttpClientRequest.get(`${path}/api/v1/users/me`), GatewayUser, {
+      span: { name: "UserManager.me" }
+    })
     return value
   })
   return { me }
