@@ -74,14 +74,22 @@ export class RateLimitInfo extends Schema.Class<RateLimitInfo>("RateLimitInfo")(
   }
 
   /**
-   * The wait the server asked for: the latest of `retry-after` and the two reset headers, if any was sent.
+   * The wait the server asked for. When `remaining-requests` or `remaining-tokens` is 0, the budget that ran out
+   * is known: its reset (with `retry-after`, the later of the two); a budget with room left does not hold the
+   * retry back (after `remaining-requests: 0`, `reset-requests: 3s`, `reset-tokens: 1m0s` the wait is 3 s, not a
+   * minute). When neither says so, the latest of `retry-after` and both resets. None when no header was sent.
    *
    * @since 0.1.0
    */
   get serverWait(): Option.Option<Duration.Duration> {
-    const waits = [this.retryAfter, this.resetRequests, this.resetTokens].filter(
-      (d): d is Duration.Duration => d !== undefined
-    )
-    return waits.length === 0 ? Option.none() : Option.some(waits.reduce(Duration.max))
+    const exhausted = [
+      this.remainingRequests === 0 ? this.resetRequests : undefined,
+      this.remainingTokens === 0 ? this.resetTokens : undefined
+    ].filter((d): d is Duration.Duration => d !== undefined)
+    const waits = exhausted.length > 0
+      ? [this.retryAfter, ...exhausted]
+      : [this.retryAfter, this.resetRequests, this.resetTokens]
+    const known = waits.filter((d): d is Duration.Duration => d !== undefined)
+    return known.length === 0 ? Option.none() : Option.some(known.reduce(Duration.max))
   }
 }

@@ -266,6 +266,37 @@ describe("parseRateLimitInfo", () => {
     assert.deepStrictEqual(Option.map(info2.serverWait, Duration.toMillis), Option.some(3_000))
   })
 
+  it("serverWait after a 429 waits for the budget that ran out, told by remaining-*; the latest when none says", () => {
+    const wait = (headers: Record<string, string>) =>
+      Option.getOrUndefined(Option.map(parseRateLimitInfo(headers, now).serverWait, Duration.toMillis))
+    const resets = { "x-ratelimit-reset-requests": "3s", "x-ratelimit-reset-tokens": "1m0s" }
+    // only the request budget ran out: its reset, not the token window's minute
+    assert.strictEqual(
+      wait({ ...resets, "x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "900" }),
+      3_000
+    )
+    // only the token budget ran out
+    assert.strictEqual(
+      wait({ ...resets, "x-ratelimit-remaining-requests": "5", "x-ratelimit-remaining-tokens": "0" }),
+      60_000
+    )
+    // both ran out: the later
+    assert.strictEqual(
+      wait({ ...resets, "x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "0" }),
+      60_000
+    )
+    // retry-after still counts beside the exhausted budget's reset
+    assert.strictEqual(wait({ ...resets, "x-ratelimit-remaining-requests": "0", "retry-after": "7" }), 7_000)
+    // nothing says which ran out (no remaining-*, or both with room): the latest of all
+    assert.strictEqual(wait(resets), 60_000)
+    assert.strictEqual(
+      wait({ ...resets, "x-ratelimit-remaining-requests": "1", "x-ratelimit-remaining-tokens": "9" }),
+      60_000
+    )
+    // an exhausted budget without its reset header: the others still bound the wait
+    assert.strictEqual(wait({ "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-tokens": "9s" }), 9_000)
+  })
+
   it("parseReset leaves a missing header undefined", () => {
     assert.strictEqual(parseReset(undefined), undefined)
     assert.strictEqual(millis(parseReset("3s")), 3_000)

@@ -245,6 +245,35 @@ describe("RetryPolicy through the transport (TestClock)", () => {
       assert.strictEqual(yield* rec.count, 2)
     }), 10_000)
 
+  it.effect(
+    "a 429 that says only the request budget ran out waits for its reset (3 s), not the token window's",
+    () =>
+      Effect.gen(function*() {
+        const rec = yield* sequence(
+          {
+            status: 429,
+            headers: {
+              "x-ratelimit-remaining-requests": "0",
+              "x-ratelimit-remaining-tokens": "90000",
+              "x-ratelimit-reset-requests": "3s",
+              "x-ratelimit-reset-tokens": "1m0s"
+            },
+            body: { detail: "Too many requests" }
+          },
+          ok
+        )
+        const fiber = yield* Effect.fork(listModels.pipe(Effect.provide(Testing.layerHttp(rec.handler, exact))))
+        yield* Queue.take(rec.calls)
+        yield* TestClock.adjust("2999 millis")
+        assert.strictEqual(yield* rec.count, 1, "retried before the request budget's reset")
+        yield* TestClock.adjust("1 millis")
+        yield* Queue.take(rec.calls)
+        assert.strictEqual((yield* Fiber.join(fiber)).data[0]?.id, "Llama-3.3-70B-Instruct")
+        assert.strictEqual(yield* rec.count, 2)
+      }),
+    10_000
+  )
+
   it.effect("retry-after: 2 waits 2 s", () =>
     Effect.gen(function*() {
       const rec = yield* sequence({ status: 429, headers: { "retry-after": "2" }, body: { detail: "slow down" } }, ok)
