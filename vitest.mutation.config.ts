@@ -13,7 +13,7 @@ export default defineConfig({
     ...base.test,
     include: [
       "test/unit/**/*.test.ts",
-      "test/integration/{limiter,limits,rateLimitHeaders,timeouts,faults,queue,redisStore,telemetry}.test.ts"
+      "test/integration/{limiter,limits,rateLimitHeaders,timeouts,faults,queue,redisStore}.test.ts"
     ],
     isolate: false
   }

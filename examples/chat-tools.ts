@@ -5,6 +5,7 @@
  *   npx tsx examples/chat-tools.ts            (the emulator; with AIFS_API_KEY set, the real service)
  */
 import { Chat, type ChatSchema } from "effect-aifs"
+import { isFunctionCall } from "effect-aifs/schemas/Chat"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -54,7 +55,8 @@ export const program = Effect.gen(function*() {
   for (let round = 1; round <= maxRounds; round++) {
     const answer = yield* chat.create({ model, messages, tools: [weatherTool], tool_choice: "auto" })
     const message = answer.choices[0]?.message
-    const calls = message?.tool_calls ?? []
+    // function calls (a model may also call custom tools, which this program does not offer)
+    const calls = (message?.tool_calls ?? []).filter(isFunctionCall)
     if (calls.length === 0) {
       yield* Console.log(`\nAnswer (${answer.choices[0]?.finish_reason}): ${answer.text}`)
       return { answer, messages }

@@ -4,6 +4,7 @@
  */
 import { afterEach, assert, describe, it, vi } from "@effect/vitest"
 import { Chat, type ChatSchema, ClientConfig, Files, Testing, VectorStores } from "effect-aifs"
+import { isFunctionCall } from "effect-aifs/schemas/Chat"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -92,6 +93,7 @@ describe("examples", () => {
       const [first, second] = sent
       assert.strictEqual(sent.length, 2)
       const call = first!.answer.choices[0]!.message.tool_calls![0]!
+      assert(isFunctionCall(call))
       assert.strictEqual(call.function.name, "get_weather")
       assert.deepStrictEqual(JSON.parse(call.function.arguments), { city: "Berlin", unit: "celsius" })
       // the code ran it, and its result went back to the service with the call's id

@@ -75,8 +75,8 @@ export const TranscriptionUsage = Schema.Struct({
  * @category schemas
  */
 export const TranscriptionSegment = Schema.Struct({
-  /** Segment index. */
-  id: Nullish(Schema.Number),
+  /** Segment index, or an id such as `seg_001` (diarized transcripts). */
+  id: Nullish(Schema.Union(Schema.Number, Schema.String)),
   /** Start in seconds. */
   start: Nullish(Schema.Number),
   /** End in seconds. */

@@ -86,16 +86,16 @@ export const ContentPart = Schema.Union(TextPart, ImagePart)
 export type ContentPart = typeof ContentPart.Type
 
 /**
- * A tool call made by the model.
+ * A call of a function tool: a name and JSON arguments.
  *
- * @since 0.1.0
+ * @since 0.3.0
  * @category schemas
  */
-export const ToolCall = Schema.Struct({
+export const FunctionToolCall = Schema.Struct({
   /** Call id, echoed back in the `tool` message that answers it. */
   id: Schema.String,
-  /** `function`. */
-  type: Schema.optionalWith(Schema.String, { default: () => "function" }),
+  /** `function` (the default when the server leaves it out). */
+  type: Schema.optionalWith(Schema.Literal("function"), { default: () => "function" as const }),
   /** The function and its arguments. */
   function: Schema.Struct({
     /** Function name. */
@@ -104,6 +104,71 @@ export const ToolCall = Schema.Struct({
     arguments: Schema.optionalWith(Schema.String, { default: () => "" })
   })
 })
+
+/**
+ * A call of a custom tool (OpenAI's free-form tools): a name and its input as plain text.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const CustomToolCall = Schema.Struct({
+  /** Call id. */
+  id: Schema.String,
+  /** `custom`. */
+  type: Schema.Literal("custom"),
+  /** The tool and its input. */
+  custom: Schema.Struct({
+    /** Tool name. */
+    name: Schema.String,
+    /** The input the model wrote, as text. */
+    input: Schema.optionalWith(Schema.String, { default: () => "" })
+  })
+})
+
+/**
+ * A tool call of a kind this client does not know yet: kept whole (every field), so that a new kind of call does
+ * not fail the answer it comes in.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const OtherToolCall = Schema.Struct(
+  {
+    /** Call id, when it has one. */
+    id: Schema.optional(Schema.String),
+    /** The kind: anything but `function` and `custom`. */
+    type: Schema.String.pipe(Schema.filter((type) => type !== "function" && type !== "custom"))
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+
+/**
+ * A tool call made by the model: a function call, a custom tool's call, or one of a kind not known yet. Narrow on
+ * `type` (`"function"` has `function.name` and `function.arguments`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolCall = Schema.Union(FunctionToolCall, CustomToolCall, OtherToolCall)
+
+/**
+ * Whether a tool call is a function call (`call.function.name`, `call.function.arguments`).
+ *
+ * @example
+ * ```ts
+ * import { isFunctionCall, type ToolCall } from "effect-aifs/schemas/Chat"
+ *
+ * const calls: ReadonlyArray<ToolCall> = [
+ *   { id: "call_1", type: "function", function: { name: "get_weather", arguments: "{}" } },
+ *   { id: "call_2", type: "custom", custom: { name: "shell", input: "ls" } }
+ * ]
+ * console.log(calls.filter(isFunctionCall).map((call) => call.function.name)) // ["get_weather"]
+ * ```
+ *
+ * @since 0.3.0
+ * @category guards
+ */
+export const isFunctionCall = (call: ToolCall): call is typeof FunctionToolCall.Type => call.type === "function"
 
 /**
  * The type of `ToolCall`.
@@ -442,7 +507,7 @@ export const ToolCallDelta = Schema.Struct({
   index: Schema.optionalWith(Schema.Number, { default: () => 0 }),
   /** Call id, on the first piece. */
   id: Nullish(Schema.String),
-  /** `function`, on the first piece. */
+  /** `function` or `custom`, on the first piece. */
   type: Nullish(Schema.String),
   /** Name (first piece) and a fragment of the arguments. */
   function: Nullish(Schema.Struct({
@@ -450,6 +515,13 @@ export const ToolCallDelta = Schema.Struct({
     name: Nullish(Schema.String),
     /** A fragment of the JSON arguments. */
     arguments: Nullish(Schema.String)
+  })),
+  /** A custom tool's name (first piece) and a fragment of its input. */
+  custom: Nullish(Schema.Struct({
+    /** Tool name, on the first piece. */
+    name: Nullish(Schema.String),
+    /** A fragment of the input. */
+    input: Nullish(Schema.String)
   }))
 })
 

@@ -238,8 +238,8 @@ export class VectorStoreFile extends Schema.Class<VectorStoreFile>("VectorStoreF
   created_at: Nullish(Schema.Union(Schema.String, Schema.Number)),
   /** The store. */
   vector_store_id: Nullish(Schema.String),
-  /** `in_progress`, `completed`, `failed`, `cancelled`. */
-  status: OpenEnum(["in_progress", "completed", "failed", "cancelled"], "Indexing state of a file."),
+  /** `in_progress`, `completed`, `failed`, `cancelled`; absent when the server does not say (OpenAI allows it). */
+  status: Nullish(OpenEnum(["in_progress", "completed", "failed", "cancelled"], "Indexing state of a file.")),
   /** Why indexing failed. */
   last_error: Nullish(FileError),
   /** Bytes stored. */
@@ -249,7 +249,7 @@ export class VectorStoreFile extends Schema.Class<VectorStoreFile>("VectorStoreF
   /** Its attributes. */
   attributes: Nullish(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 }) {
-  /** True once indexing is over, either way. */
+  /** True once indexing is over, either way (a file whose status is not given has nothing to wait for). */
   get isDone(): boolean {
     return this.status !== "in_progress"
   }

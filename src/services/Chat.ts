@@ -199,19 +199,22 @@ export const foldChunks = (chunks: Iterable<ChatCompletionChunk>): ChatCompletio
         const call = acc.toolCalls.get(piece.index) ?? { id: "", type: "function", name: "", arguments: "" }
         if (piece.id) call.id = piece.id
         if (piece.type) call.type = piece.type
+        // a function's arguments, or a custom tool's input: both arrive in pieces
         if (piece.function?.name) call.name += piece.function.name
         if (piece.function?.arguments) call.arguments += piece.function.arguments
+        if (piece.custom?.name) call.name += piece.custom.name
+        if (piece.custom?.input) call.arguments += piece.custom.input
         acc.toolCalls.set(piece.index, call)
       }
       if (choice.finish_reason) acc.finishReason = choice.finish_reason
     }
   }
   const choiceList = [...choices.entries()].sort(([a], [b]) => a - b).map(([index, acc]) => {
-    const toolCalls: Array<ToolCall> = [...acc.toolCalls.entries()].sort(([a], [b]) => a - b).map(([, c]) => ({
-      id: c.id,
-      type: c.type,
-      function: { name: c.name, arguments: c.arguments }
-    }))
+    const toolCalls: Array<ToolCall> = [...acc.toolCalls.entries()].sort(([a], [b]) => a - b).map(([, c]) =>
+      c.type === "custom"
+        ? { id: c.id, type: "custom", custom: { name: c.name, input: c.arguments } }
+        : { id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }
+    )
     const message: ChatCompletionMessage = {
       role: acc.role,
       // a tool-call-only answer has content null, even when the stream opened with content ""

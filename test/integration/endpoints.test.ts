@@ -12,7 +12,12 @@ import { chatPromptTokens } from "../../src/emulator/generate.js"
 import { countTokens } from "../../src/emulator/text.js"
 import * as Node from "../../src/layers/Node.js"
 import * as Testing from "../../src/layers/Testing.js"
-import type { ChatCompletion, CreateChatCompletionParams, FunctionTool } from "../../src/schemas/Chat.js"
+import {
+  type ChatCompletion,
+  type CreateChatCompletionParams,
+  type FunctionTool,
+  isFunctionCall
+} from "../../src/schemas/Chat.js"
 import { decodeFloat32Base64 } from "../../src/schemas/Embeddings.js"
 import { ModelList } from "../../src/schemas/Models.js"
 import * as Chat from "../../src/services/Chat.js"
@@ -47,6 +52,13 @@ const firstMessage = (completion: ChatCompletion) => {
   const choice = completion.choices[0]
   assert.isDefined(choice)
   return choice!.message
+}
+
+/** The first tool call of the first choice, which must be a function call. */
+const firstCall = (completion: ChatCompletion) => {
+  const call = firstMessage(completion).tool_calls?.[0]
+  assert(call !== undefined && isFunctionCall(call), "a function call")
+  return call
 }
 
 const assertHonestUsage = (completion: ChatCompletion) => {
@@ -184,12 +196,10 @@ describe("chat completions", () => {
       assert.strictEqual(completion.choices[0]?.finish_reason, "tool_calls")
       const message = firstMessage(completion)
       assert.isNull(message.content)
-      const call = message.tool_calls?.[0]
-      assert.isDefined(call)
-      assert.match(call!.id, /^call_/)
-      assert.strictEqual(call!.type, "function")
-      assert.strictEqual(call!.function.name, "get_weather")
-      assert.deepStrictEqual(JSON.parse(call!.function.arguments), { city: "Berlin", days: 1, unit: "celsius" })
+      const call = firstCall(completion)
+      assert.match(call.id, /^call_/)
+      assert.strictEqual(call.function.name, "get_weather")
+      assert.deepStrictEqual(JSON.parse(call.function.arguments), { city: "Berlin", days: 1, unit: "celsius" })
       assertHonestUsage(completion)
     }).pipe(Effect.provide(emulator())))
 
@@ -202,12 +212,12 @@ describe("chat completions", () => {
           tool_choice: { type: "function", function: { name: "get_time" } }
         })
       )
-      assert.strictEqual(firstMessage(named).tool_calls?.[0]?.function.name, "get_time")
+      assert.strictEqual(firstCall(named).function.name, "get_time")
       const mentioned = yield* chat.create(
         ask("Llama-3.3-70B-Instruct", "Use get time for Tokyo", { tools: [weather, clock] })
       )
-      assert.strictEqual(firstMessage(mentioned).tool_calls?.[0]?.function.name, "get_time")
-      assert.deepStrictEqual(JSON.parse(firstMessage(mentioned).tool_calls![0]!.function.arguments), { zone: "Tokyo" })
+      assert.strictEqual(firstCall(mentioned).function.name, "get_time")
+      assert.deepStrictEqual(JSON.parse(firstCall(mentioned).function.arguments), { zone: "Tokyo" })
       const none = yield* chat.create(
         ask("Llama-3.3-70B-Instruct", "Use get time for Tokyo", { tools: [weather, clock], tool_choice: "none" })
       )
@@ -231,9 +241,8 @@ describe("chat completions", () => {
       assert.isTrue(pieces.slice(1).every((p) => p.id === undefined || p.id === null), "later pieces only append")
       const folded = Chat.foldChunks(chunks)
       assert.strictEqual(folded.choices[0]?.finish_reason, "tool_calls")
-      const call = firstMessage(folded).tool_calls?.[0]
-      assert.isDefined(call)
-      assert.deepStrictEqual(JSON.parse(call!.function.arguments), { city: "Hamburg", days: 1, unit: "celsius" })
+      const call = firstCall(folded)
+      assert.deepStrictEqual(JSON.parse(call.function.arguments), { city: "Hamburg", days: 1, unit: "celsius" })
       assert.deepStrictEqual(call, firstMessage(plain).tool_calls?.[0])
       assert.isNull(firstMessage(folded).content)
       assert.deepStrictEqual(folded.usage, plain.usage)

@@ -11,7 +11,7 @@ import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as Testing from "../../src/layers/Testing.js"
-import { ChatCompletion, ChatCompletionChunk } from "../../src/schemas/Chat.js"
+import { ChatCompletion, ChatCompletionChunk, isFunctionCall } from "../../src/schemas/Chat.js"
 import { Completion } from "../../src/schemas/Completions.js"
 import type { ApiError } from "../../src/schemas/Errors.js"
 import * as Chat from "../../src/services/Chat.js"
@@ -312,7 +312,9 @@ describe("Chat.collect and foldChunks", () => {
       assert.deepStrictEqual(choice.message.tool_calls, expectedToolCalls)
       assert.strictEqual(choice.message.content, null)
       assert.strictEqual(choice.finish_reason, "tool_calls")
-      assert.deepStrictEqual(JSON.parse(choice.message.tool_calls![0]!.function.arguments), { city: "Bonn" })
+      const call = choice.message.tool_calls![0]!
+      assert(isFunctionCall(call))
+      assert.deepStrictEqual(JSON.parse(call.function.arguments), { city: "Bonn" })
     }))
 
   it.effect("tool calls after a first chunk with content null still give content null", () =>

@@ -4,12 +4,15 @@ import * as Either from "effect/Either"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import * as Testing from "../../src/layers/Testing.js"
-import { ChatCompletion, ChatCompletionChunk } from "../../src/schemas/Chat.js"
+import { Transcription } from "../../src/schemas/Audio.js"
+import { ChatCompletion, ChatCompletionChunk, isFunctionCall } from "../../src/schemas/Chat.js"
 import { Completion } from "../../src/schemas/Completions.js"
 import { decodeFloat32Base64, EmbeddingList, encodeFloat32Base64, Float32Base64 } from "../../src/schemas/Embeddings.js"
 import { ApiError, BadRequest, DecodeError, RateLimited } from "../../src/schemas/Errors.js"
 import { Model, ModelList } from "../../src/schemas/Models.js"
 import { DetailErrorBody, OpenAIErrorBody, Usage } from "../../src/schemas/Shared.js"
+import { VectorStoreFile } from "../../src/schemas/VectorStores.js"
+import { foldChunks } from "../../src/services/Chat.js"
 import * as Embeddings from "../../src/services/Embeddings.js"
 import * as Models from "../../src/services/Models.js"
 import { chatCompletionBody, createChat, sequence } from "./helpers.js"
@@ -475,5 +478,64 @@ describe("error bodies", () => {
     assert.strictEqual(decoded.message, "slow")
     const bad = Schema.decodeUnknownSync(ApiError)({ _tag: "BadRequest", message: "m", status: 400 })
     assert.instanceOf(bad, BadRequest)
+  })
+})
+
+describe("answers the OpenAI document allows", () => {
+  const decodeChat = Schema.decodeUnknownSync(ChatCompletion)
+  const withCalls = (calls: ReadonlyArray<unknown>) =>
+    decodeChat({
+      id: "c",
+      model: "m",
+      choices: [{
+        index: 0,
+        message: { role: "assistant", content: null, tool_calls: calls },
+        finish_reason: "tool_calls"
+      }]
+    })
+
+  it("a custom tool call, a function call without `type`, and a call of an unknown kind, in one answer", () => {
+    const calls = withCalls([
+      { id: "c1", type: "custom", custom: { name: "shell", input: "ls -la" } },
+      { id: "c2", function: { name: "get_weather", arguments: "{}" } },
+      { id: "c3", type: "web_search_call", web_search: { query: "x" } }
+    ]).choices[0]!.message.tool_calls!
+    assert.deepStrictEqual(calls[0], { id: "c1", type: "custom", custom: { name: "shell", input: "ls -la" } })
+    assert.deepStrictEqual(calls[1], { id: "c2", type: "function", function: { name: "get_weather", arguments: "{}" } })
+    // an unknown kind is kept whole: a future call type does not fail the answer
+    assert.deepStrictEqual(calls[2], { id: "c3", type: "web_search_call", web_search: { query: "x" } })
+    assert.deepStrictEqual(calls.filter(isFunctionCall).map((call) => call.function.name), ["get_weather"])
+  })
+
+  it("a function call that breaks its own shape still fails (the unknown kind does not swallow it)", () => {
+    assert.throws(() => withCalls([{ id: "c", type: "function", function: { arguments: "{}" } }]))
+    assert.throws(() => withCalls([{ id: "c", type: "custom", custom: { input: "x" } }]))
+  })
+
+  it("Chat.foldChunks joins a streamed custom call's input like a function's arguments", () => {
+    const chunk = (tool_calls: ReadonlyArray<unknown>) =>
+      Schema.decodeUnknownSync(ChatCompletionChunk)({
+        id: "c",
+        model: "m",
+        choices: [{ index: 0, delta: { tool_calls } }]
+      })
+    const folded = foldChunks([
+      chunk([{ index: 0, id: "c1", type: "custom", custom: { name: "shell", input: "ls " } }]),
+      chunk([{ index: 0, custom: { input: "-la" } }])
+    ])
+    assert.deepStrictEqual(folded.choices[0]!.message.tool_calls, [
+      { id: "c1", type: "custom", custom: { name: "shell", input: "ls -la" } }
+    ])
+  })
+
+  it("a diarized transcript's string segment ids; a vector-store file without status", () => {
+    const transcript = Schema.decodeUnknownSync(Transcription)({
+      text: "hi",
+      segments: [{ id: "seg_001", start: 0, end: 1, text: "hi" }, { id: 2, start: 1, end: 2, text: "" }]
+    })
+    assert.deepStrictEqual(transcript.segments?.map((segment) => segment.id), ["seg_001", 2])
+    const file = Schema.decodeUnknownSync(VectorStoreFile)({ id: "file-1", object: "vector_store.file" })
+    assert.isUndefined(file.status)
+    assert.isTrue(file.isDone, "nothing to wait for")
   })
 })

@@ -7,7 +7,12 @@ import * as AiError from "@effect/ai/AiError"
 import type * as Response from "@effect/ai/Response"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { ChatCompletion, ChatCompletionChunk, ToolCallDelta } from "../../schemas/Chat.js"
+import {
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  isFunctionCall,
+  type ToolCallDelta
+} from "../../schemas/Chat.js"
 import type { Usage } from "../../schemas/Shared.js"
 
 /** The service's finish reason in `@effect/ai`'s words (no reason: `unknown`; one it does not know: `other`). */
@@ -83,7 +88,8 @@ export const parts = (
       out.push({ type: "text", text: message.content })
     }
     let reason = finishReason(choice?.finish_reason)
-    for (const call of message?.tool_calls ?? []) {
+    // function calls only: a custom tool's call or one of a new kind has no toolkit tool to run
+    for (const call of (message?.tool_calls ?? []).filter(isFunctionCall)) {
       if (call.function.name === objectTool) {
         out.push({ type: "text", text: call.function.arguments })
         reason = "stop"
