@@ -319,6 +319,7 @@ export const admit = (
   mode: LimitMode
 ): Effect.Effect<Record<string, string>, Reject> =>
   Effect.gen(function*() {
+    if (key.exhausted !== undefined) return yield* quotaSpent(key.exhausted)
     const window = state.window(key, model.id)
     const started = yield* Clock.currentTimeMillis
     // bounded: every round sleeps at least 1 ms, and the waits together fit queueMaxWaitMs; a window that claims
@@ -367,6 +368,22 @@ export const admit = (
       })
     }
   })
+
+/** The refusal of a key whose budget is spent: 402, or OpenAI's 429 with `insufficient_quota`. */
+const quotaSpent = (status: 402 | 429) =>
+  status === 402
+    ? reject(402, "Budget exhausted for this API key: no more requests until it is renewed")
+    : Effect.fail(
+      new Reject({
+        response: HttpServerResponse.unsafeJson({
+          error: {
+            message: "You exceeded your current quota, please check your plan and billing details.",
+            type: "insufficient_quota",
+            code: "insufficient_quota"
+          }
+        }, { status: 429 })
+      })
+    )
 
 const tooLarge = (model: CatalogueModel, limit: number, requested: number) =>
   model.proprietary

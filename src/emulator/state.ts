@@ -20,6 +20,11 @@ export interface KeySpec {
   readonly key: string
   /** Its tier: a name in `tiers` (`basic`, `standard4000` by default). */
   readonly tier: string
+  /**
+   * Its budget is spent: every model request is refused, never to pass again, with 402 (`Payment Required`) or
+   * 429 with `insufficient_quota` (OpenAI's form). The client fails these with `QuotaExceeded`, never retried.
+   */
+  readonly exhausted?: 402 | 429 | undefined
 }
 
 /**
