@@ -33,10 +33,12 @@ import * as ConfigError from "effect/ConfigError"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { homedir } from "node:os"
+import { parseLimits } from "../internal/limitsSpec.js"
 import * as RedisLimiterStore from "../redis.js"
 import type { GatewayHttpClient } from "../services/gateway/GatewayHttpClient.js"
 import type { InferenceHttpClient } from "../services/InferenceHttpClient.js"
@@ -131,7 +133,8 @@ const withClientConfig = <E>(
   )
 
 /**
- * The limiter's environment: `AIFS_LIMITER_REDIS_URL` (a Redis server shared by every process on the key; unset or
+ * The limiter's environment: `AIFS_LIMITS` (custom limits per model, `*=600/150000,gpt-4.1=100/30000`: requests
+ * and tokens per window, `*` for every model without its own), `AIFS_LIMITER_REDIS_URL` (a Redis server shared by every process on the key; unset or
  * empty: this process's memory), `AIFS_LIMITER_REDIS_PREFIX` (default `aifs`), `AIFS_LIMITER_WINDOW` (the
  * server's window, default a minute) and `AIFS_CACHE_DIR` (where limits learnt without Redis are kept between runs,
  * with `AIFS_TIER=auto`: default `$XDG_CACHE_HOME/effect-aifs`, else `~/.cache/effect-aifs`; empty: not kept).
@@ -140,6 +143,11 @@ const withClientConfig = <E>(
  * @category config
  */
 export const limiterFromEnv = Config.all({
+  limits: Config.option(
+    Config.string("AIFS_LIMITS").pipe(
+      Config.mapOrFail((text) => Either.mapLeft(parseLimits(text), (why) => ConfigError.InvalidData([], why)))
+    )
+  ),
   redisUrl: Config.option(Config.redacted("AIFS_LIMITER_REDIS_URL")).pipe(
     Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
   ),
@@ -166,7 +174,9 @@ const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.Confi
     if (options.rateLimiter === false) return withClientConfig(ClientConfig.layerFromEnv, options)
     const rateLimiter = {
       ...Option.match(env.window, { onNone: () => ({}), onSome: (window) => ({ window }) }),
-      ...options.rateLimiter
+      ...options.rateLimiter,
+      // AIFS_LIMITS, under the limits given in code
+      limits: { ...Option.getOrUndefined(env.limits), ...options.rateLimiter?.limits }
     }
     const store = Option.match(env.redisUrl, {
       onNone: () =>

@@ -77,7 +77,7 @@ export interface Options {
    * else from the 429s (see the README, "When you don't know your limits"); `basic` or `standard4000` for a preset.
    */
   readonly tier?: Tier | "auto" | undefined
-  /** Per-model limits over the preset (headers still win when a model sends them). */
+  /** Per-model limits over the preset, `*` for every model without its own (headers still win when a model sends them). */
   readonly limits?: Readonly<Record<string, Partial<Quota>>> | undefined
   /** Length of the server's window (default 60 s). */
   readonly window?: Duration.DurationInput | undefined
@@ -376,7 +376,10 @@ export const make = (
       const id = `${key}\u0000${model}`
       let bucket = buckets.get(id)
       if (bucket === undefined) {
-        const override = options.limits?.[model]
+        // the model's own limits over those for every model (`*`)
+        const override = options.limits === undefined
+          ? undefined
+          : { ...options.limits["*"], ...options.limits[model] }
         const sourceOf = (configured: number | undefined): LimitSource =>
           configured !== undefined ? "configured" : preset === undefined ? "unknown" : "preset"
         const learns = auto && (override?.rpm === undefined || override.tpm === undefined)
