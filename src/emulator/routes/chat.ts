@@ -52,6 +52,7 @@ const completion = (
     message: {
       role: "assistant",
       content: plan.toolCall ? null : plan.content.join(""),
+      refusal: null,
       ...(plan.reasoning.length > 0 ? { reasoning_content: plan.reasoning.join("") } : {}),
       ...(plan.toolCall
         ? {
@@ -63,6 +64,7 @@ const completion = (
         }
         : {})
     },
+    logprobs: null,
     finish_reason: plan.finishReason
   }],
   usage: usageOf(plan)

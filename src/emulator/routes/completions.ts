@@ -63,15 +63,20 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     if (params.stream === true) {
       const out: Array<unknown> = []
       plans.forEach((plan, index) => {
-        for (const text of plan.pieces) out.push(encode([{ index, text, finish_reason: null }], false))
-        out.push(encode([{ index, text: "", finish_reason: plan.finishReason }], false))
+        for (const text of plan.pieces) out.push(encode([{ index, text, logprobs: null, finish_reason: null }], false))
+        out.push(encode([{ index, text: "", logprobs: null, finish_reason: plan.finishReason }], false))
       })
       if (params.stream_options?.include_usage === true) out.push(encode([], true))
       return sseResponse(out, headers, state.streamChunkDelayMs)
     }
     return HttpServerResponse.unsafeJson(
       encode(
-        plans.map((plan, index) => ({ index, text: plan.pieces.join(""), finish_reason: plan.finishReason })),
+        plans.map((plan, index) => ({
+          index,
+          text: plan.pieces.join(""),
+          logprobs: null,
+          finish_reason: plan.finishReason
+        })),
         true
       ),
       { headers }

@@ -120,7 +120,7 @@ const responseBody = (
         id: `msg_${id.slice(5)}`,
         status: "completed",
         role: "assistant",
-        content: [{ type: "output_text", text: p.pieces.join(""), annotations: [] }]
+        content: [{ type: "output_text", text: p.pieces.join(""), annotations: [], logprobs: [] }]
       }
     ]
   const incomplete = status === "completed" && p.chat.finishReason === "length"
@@ -134,11 +134,24 @@ const responseBody = (
     instructions: params.instructions ?? null,
     incomplete_details: incomplete ? { reason: "max_output_tokens" } : null,
     error: null,
-    usage: status === "in_progress" ? null : {
-      input_tokens: p.chat.promptTokens,
-      output_tokens: p.outputTokens,
-      total_tokens: p.chat.promptTokens + p.outputTokens
-    }
+    // the request's settings, echoed as OpenAI does
+    tools: (params.tools ?? []).map((tool) => ({ strict: null, description: null, parameters: null, ...tool })),
+    tool_choice: params.tool_choice ?? "auto",
+    parallel_tool_calls: true,
+    temperature: params.temperature ?? 1,
+    top_p: params.top_p ?? 1,
+    max_output_tokens: params.max_output_tokens ?? null,
+    metadata: params.metadata ?? {},
+    // no usage until it is done (the document has no null for it)
+    ...(status === "in_progress" ? {} : {
+      usage: {
+        input_tokens: p.chat.promptTokens,
+        input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+        output_tokens: p.outputTokens,
+        output_tokens_details: { reasoning_tokens: p.chat.reasoning.reduce((n, piece) => n + countTokens(piece), 0) },
+        total_tokens: p.chat.promptTokens + p.outputTokens
+      }
+    })
   }
 }
 
@@ -169,11 +182,14 @@ const events = (id: string, created: number, model: CatalogueModel, params: Resp
   } else {
     emit("response.output_item.added", { output_index: index, item: { ...item, content: [], status: "in_progress" } })
     const part = { item_id: item.id, output_index: index, content_index: 0 }
-    emit("response.content_part.added", { ...part, part: { type: "output_text", text: "", annotations: [] } })
-    for (const piece of p.pieces) emit("response.output_text.delta", { ...part, delta: piece })
+    emit("response.content_part.added", {
+      ...part,
+      part: { type: "output_text", text: "", annotations: [], logprobs: [] }
+    })
+    for (const piece of p.pieces) emit("response.output_text.delta", { ...part, delta: piece, logprobs: [] })
     const text = p.pieces.join("")
-    emit("response.output_text.done", { ...part, text })
-    emit("response.content_part.done", { ...part, part: { type: "output_text", text, annotations: [] } })
+    emit("response.output_text.done", { ...part, text, logprobs: [] })
+    emit("response.content_part.done", { ...part, part: { type: "output_text", text, annotations: [], logprobs: [] } })
   }
   emit("response.output_item.done", { output_index: index, item })
   emit(final.status === "incomplete" ? "response.incomplete" : "response.completed", { response: final })
