@@ -174,9 +174,16 @@ const emulatorCommand = Command.make(
         "Share of requests (0 to 1) answered with a 5xx or a dropped connection, for fault tests"
       ),
       withDefault(0)
+    ),
+    interfaceVersion: Options.choice("interface-version", ["1.0.0", "1.1.0"]).pipe(
+      Options.withDescription(
+        "Serve one interface version: 1.0.0 (fine-tuning; the queue answers a job handle at once) or 1.1.0 " +
+          "(no fine-tuning; the queue waits and answers the result); without it, both at once"
+      ),
+      Options.optional
     )
   },
-  ({ faultRate, host, port, window }) =>
+  ({ faultRate, host, interfaceVersion, port, window }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) {
         return yield* Effect.fail(new UsageError(`--port must be from 0 to 65535, not ${port}`))
@@ -193,6 +200,7 @@ const emulatorCommand = Command.make(
             yield* Console.log(`  base URL: ${emulator.baseUrl}  (queue: ${emulator.queueUrl})`)
             yield* Console.log(`  rate-limit window: ${Duration.format(window)}`)
             if (faultRate > 0) yield* Console.log(`  fault rate: ${faultRate} (5xx answers and dropped connections)`)
+            if (Option.isSome(interfaceVersion)) yield* Console.log(`  interface version: ${interfaceVersion.value}`)
             yield* Console.log("  keys (development keys, not secrets):")
             for (const key of emulator.keys) yield* Console.log(`    ${key.tier.padEnd(14)} ${key.key}`)
             yield* Console.log("Press Ctrl-C to stop.")
@@ -201,7 +209,8 @@ const emulatorCommand = Command.make(
           host,
           port,
           window,
-          ...(faultRate > 0 ? { chaos: Emulator.faultMix(faultRate) } : {})
+          ...(faultRate > 0 ? { chaos: Emulator.faultMix(faultRate) } : {}),
+          ...(Option.isSome(interfaceVersion) ? { interfaceVersion: interfaceVersion.value } : {})
         })))
       )
     })

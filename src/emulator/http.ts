@@ -320,6 +320,8 @@ export const admit = (
 ): Effect.Effect<Record<string, string>, Reject> =>
   Effect.gen(function*() {
     if (key.exhausted !== undefined) return yield* quotaSpent(key.exhausted)
+    // interface 1.0.0: the queue takes the work and answers its handle at once
+    if (mode === "wait" && state.versionOf(key) === "1.0.0") return yield* acceptedInQueue(state)
     const window = state.window(key, model.id)
     const started = yield* Clock.currentTimeMillis
     // bounded: every round sleeps at least 1 ms, and the waits together fit queueMaxWaitMs; a window that claims
@@ -368,6 +370,21 @@ export const admit = (
       })
     }
   })
+
+/**
+ * The queue's answer under interface 1.0.0: `202` with a job handle, sent in place of the result (a `Reject`
+ * carries any answer that ends a handler early).
+ */
+const acceptedInQueue = (state: EmulatorState) =>
+  Effect.fail(
+    new Reject({
+      response: HttpServerResponse.unsafeJson({
+        id: `job-${state.next().toString(36).padStart(6, "0")}`,
+        object: "queue.job",
+        status: "queued"
+      }, { status: 202 })
+    })
+  )
 
 /** The refusal of a key whose budget is spent: 402, or OpenAI's 429 with `insufficient_quota`. */
 const quotaSpent = (status: 402 | 429) =>

@@ -25,7 +25,19 @@ export interface KeySpec {
    * 429 with `insufficient_quota` (OpenAI's form). The client fails these with `QuotaExceeded`, never retried.
    */
   readonly exhausted?: 402 | 429 | undefined
+  /** The interface version this key is served under, over the emulator's own (see `Options.interfaceVersion`). */
+  readonly interfaceVersion?: InterfaceVersion | undefined
 }
+
+/**
+ * The service's interface versions: `1.0.0` serves fine-tuning and its queue answers `202` with a job handle at
+ * once (the work goes on elsewhere); `1.1.0` has no fine-tuning routes and its queue waits for capacity, then
+ * answers the result.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type InterfaceVersion = "1.0.0" | "1.1.0"
 
 /**
  * How the emulator behaves.
@@ -52,6 +64,11 @@ export interface Options {
   readonly chaos?: Chaos | undefined
   /** Seed of the generator behind fault rates, so that a run with `rate` < 1 is reproducible (default 1). */
   readonly chaosSeed?: number | undefined
+  /**
+   * The interface version served (a key may carry its own). Unset: both at once, the queue of 1.1.0 (it waits)
+   * and the fine-tuning of 1.0.0, so that every route can be tried on one emulator.
+   */
+  readonly interfaceVersion?: InterfaceVersion | undefined
 }
 
 /**
@@ -87,6 +104,7 @@ export class EmulatorState {
   tiers: Readonly<Record<string, Quota>>
   readonly streamChunkDelayMs: number
   readonly queueMaxWaitMs: number
+  readonly interfaceVersion: InterfaceVersion | undefined
   readonly maxUploadBytes: number
   /** Per-key files, fine-tuning jobs and vector stores. */
   readonly store = new Store()
@@ -97,12 +115,18 @@ export class EmulatorState {
   private readonly windows = new Map<string, SlidingWindow>()
   private counter = 0
 
+  /** The interface version a key is served under (undefined: both). */
+  versionOf(key: KeySpec): InterfaceVersion | undefined {
+    return key.interfaceVersion ?? this.interfaceVersion
+  }
+
   constructor(options: Options = {}) {
     this.windowMs = Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1)))
     this.keys = new Map((options.keys ?? developmentKeys).map((k) => [k.key, k]))
     this.tiers = { ...tierQuotas, ...options.tiers }
     this.streamChunkDelayMs = Duration.toMillis(Duration.decode(options.streamChunkDelay ?? Duration.zero))
     this.queueMaxWaitMs = Duration.toMillis(Duration.decode(options.queueMaxWait ?? Duration.minutes(10)))
+    this.interfaceVersion = options.interfaceVersion
     this.gateway = new GatewayState(options.gateway)
     this.maxUploadBytes = options.maxUploadBytes ?? 100 * 1024 * 1024
     this.chaos = new ChaosState(options.chaos, options.chaosSeed)

@@ -76,12 +76,19 @@ const numberOr = (value: number | string | undefined, fallback: number) => typeo
  * @since 0.1.0
  * @category routers
  */
+/** The caller's key, when fine-tuning is served to it: under interface 1.1.0 the routes do not exist (404). */
+const fineTuningKey = (state: EmulatorState) =>
+  Effect.flatMap(
+    authenticate(state),
+    (key) => state.versionOf(key) === "1.1.0" ? reject(404, "Not Found") : Effect.succeed(key)
+  )
+
 export const router = (state: EmulatorState) =>
   HttpRouter.empty.pipe(
     HttpRouter.post(
       "/fine_tuning/jobs",
       Effect.gen(function*() {
-        const key = yield* authenticate(state)
+        const key = yield* fineTuningKey(state)
         const params = yield* decodeBody(CreateRequest)
         const model = yield* requireModel(params.model, "chat", "fine-tuning")
         const files = state.store.of(key.key).files
@@ -118,7 +125,7 @@ export const router = (state: EmulatorState) =>
     HttpRouter.get(
       "/fine_tuning/jobs",
       Effect.gen(function*() {
-        const key = yield* authenticate(state)
+        const key = yield* fineTuningKey(state)
         const limit = yield* limitParam(3, 10)
         const after = yield* queryParam("after")
         const now = yield* Clock.currentTimeMillis
@@ -129,7 +136,7 @@ export const router = (state: EmulatorState) =>
     HttpRouter.get(
       "/fine_tuning/jobs/:id",
       Effect.gen(function*() {
-        const key = yield* authenticate(state)
+        const key = yield* fineTuningKey(state)
         const job = yield* jobOf(state, key)
         return HttpServerResponse.unsafeJson(jobRecord(job, yield* Clock.currentTimeMillis))
       })
@@ -137,7 +144,7 @@ export const router = (state: EmulatorState) =>
     HttpRouter.post(
       "/fine_tuning/jobs/:id/cancel",
       Effect.gen(function*() {
-        const key = yield* authenticate(state)
+        const key = yield* fineTuningKey(state)
         const job = yield* jobOf(state, key)
         const now = yield* Clock.currentTimeMillis
         const status = jobStatus(job, now)
@@ -151,7 +158,7 @@ export const router = (state: EmulatorState) =>
     HttpRouter.get(
       "/fine_tuning/jobs/:id/events",
       Effect.gen(function*() {
-        const key = yield* authenticate(state)
+        const key = yield* fineTuningKey(state)
         const job = yield* jobOf(state, key)
         const limit = yield* limitParam(10, 100)
         const after = yield* queryParam("after")
