@@ -4,7 +4,7 @@ import effect from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**", "bench/results/**"] },
+  { ignores: ["dist/**", "node_modules/**", "coverage/**", "bench/results/**", ".stryker-tmp*/**"] },
   ...tseslint.configs.recommended,
   ...effect.configs.dprint,
   {
