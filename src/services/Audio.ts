@@ -126,7 +126,7 @@ export declare namespace Audio {
 
 /**
  * The multipart request of a transcription or translation, on any base (the queue reuses it). A `span` in
- * `options` gets the request's fields other than the file and the prompt as its `params`.
+ * `options` gets the request's parameters as its `params` (the span reads the sampling ones only).
  *
  * @since 0.1.0
  * @category requests
@@ -156,7 +156,8 @@ export const sendTranscription = <A, I>(
         ...options,
         model: params.model,
         retry: retry && options.retry !== false,
-        ...(options.span === undefined ? {} : { span: { ...options.span, params: spanParams(params) } })
+        // the span reads only the parameters it knows (never the file or the prompt)
+        ...(options.span === undefined ? {} : { span: { ...options.span, params } })
       }
       if (!textFormats.has(params.response_format ?? "json")) return http.json(request, schema, sendOptions)
       // text, srt and vtt answer plain text: it becomes the `text` of the result
@@ -177,15 +178,6 @@ export const sendTranscription = <A, I>(
   )
 
 const textFormats = new Set(["text", "srt", "vtt"])
-
-/** A transcription's parameters as its span reads them: the fields present, never the file or the prompt. */
-const spanParams = (params: TranscriptionParams): object => {
-  const out: Record<string, unknown> = { model: params.model }
-  if (params.language !== undefined) out.language = params.language
-  if (params.temperature !== undefined) out.temperature = params.temperature
-  if (params.response_format !== undefined) out.response_format = params.response_format
-  return out
-}
 
 /**
  * Builds the service on the `InferenceHttpClient`.

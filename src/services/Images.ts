@@ -112,18 +112,9 @@ export declare namespace Images {
   }
 }
 
-/** An edit's parameters as its span reads them: the fields present, never the image or the prompt. */
-const spanParams = (params: EditImageParams): object => {
-  const out: Record<string, unknown> = { model: params.model }
-  if (params.n !== undefined) out.n = params.n
-  if (params.size !== undefined) out.size = params.size
-  if (params.quality !== undefined) out.quality = params.quality
-  return out
-}
-
 /**
- * The multipart request of an image edit, on the queue. A `span` in `options` gets the request's fields
- * other than the image and the prompt as its `params`.
+ * The multipart request of an image edit, on the queue. A `span` in `options` gets the request's parameters as
+ * its `params` (the span reads the sampling ones only).
  *
  * @since 0.1.0
  * @category requests
@@ -147,7 +138,8 @@ export const sendEdit = <A, I>(
         base: "queue",
         model: params.model,
         retry: retry && options.retry !== false,
-        ...(options.span === undefined ? {} : { span: { ...options.span, params: spanParams(params) } })
+        // the span reads only the parameters it knows (never the file or the prompt)
+        ...(options.span === undefined ? {} : { span: { ...options.span, params } })
       })
   )
 

@@ -165,34 +165,31 @@ export const make = (options: Options = {}): Effect.Effect<JobQueue.Service, nev
   Effect.gen(function*() {
     const http = yield* InferenceHttpClient
     // without a timeout of its own, the transport applies the configuration's queueTimeout on the queue base
-    const limits: RequestOptions = {
+    const limits: RequestOptions & { readonly base: "queue" } = {
       base: "queue",
       ...(options.timeout === undefined ? {} : { timeout: options.timeout, firstByteTimeout: options.timeout }),
       idleTimeout: options.idleTimeout ?? Duration.minutes(2)
     }
+    /** A model request on the queue, in the span of a model operation, settled as a result or a handle. */
     const post = <A, I>(
       path: string,
       body: { readonly model: string },
       schema: Schema.Schema<A, I>,
-      span: RequestOptions["span"]
+      name: string,
+      operation: string
     ) =>
       Effect.map(
         http.json(HttpClientRequest.post(path).pipe(HttpClientRequest.bodyUnsafeJson(body)), resultOrHandle(schema), {
           ...limits,
           model: body.model,
-          span
+          span: { name, operation, params: body }
         }),
         settle
       )
 
     // each request's span is the transport's, opened when the request leaves the limiter's line
-    const chat = Effect.fnUntraced(function*(params: CreateChatCompletionParams) {
-      return yield* post("/chat/completions", params, ChatCompletion, {
-        name: "JobQueue.chat",
-        operation: "chat",
-        params
-      })
-    })
+    const chat = (params: CreateChatCompletionParams) =>
+      post("/chat/completions", params, ChatCompletion, "JobQueue.chat", "chat")
     const chatStream = (params: CreateChatCompletionParams) => {
       const body = { ...params, stream: true, stream_options: { include_usage: true, ...params.stream_options } }
       return http.jsonStream(
@@ -201,61 +198,41 @@ export const make = (options: Options = {}): Effect.Effect<JobQueue.Service, nev
         { ...limits, model: params.model, span: { name: "JobQueue.chatStream", operation: "chat", params: body } }
       )
     }
-    const completions = Effect.fnUntraced(function*(params: CreateCompletionParams) {
-      return yield* post(
-        "/completions",
-        params,
-        Completion,
-        { name: "JobQueue.completions", operation: "text_completion", params }
-      )
-    })
-    const embeddings = Effect.fnUntraced(function*(params: CreateEmbeddingParams) {
-      return yield* post("/embeddings", params, EmbeddingList, {
-        name: "JobQueue.embeddings",
-        operation: "embeddings",
-        params
-      })
-    })
-    const transcribe = Effect.fnUntraced(function*(params: TranscriptionParams) {
-      return settle(
-        yield* sendTranscription(http, "/audio/transcriptions", params, resultOrHandle(Transcription), {
+    const completions = (params: CreateCompletionParams) =>
+      post("/completions", params, Completion, "JobQueue.completions", "text_completion")
+    const embeddings = (params: CreateEmbeddingParams) =>
+      post("/embeddings", params, EmbeddingList, "JobQueue.embeddings", "embeddings")
+    const generateImages = (params: CreateImageParams) =>
+      post("/images/generations", params, ImagesResponse, "JobQueue.generateImages", "images.generations")
+    const transcribe = (params: TranscriptionParams) =>
+      Effect.map(
+        sendTranscription(http, "/audio/transcriptions", params, resultOrHandle(Transcription), {
           ...limits,
-          base: "queue",
           span: { name: "JobQueue.transcribe", operation: "audio.transcriptions" }
-        })
+        }),
+        settle
       )
-    })
-    const translate = Effect.fnUntraced(function*(params: TranscriptionParams) {
-      return settle(
-        yield* sendTranscription(http, "/audio/translations", params, resultOrHandle(Transcription), {
+    const translate = (params: TranscriptionParams) =>
+      Effect.map(
+        sendTranscription(http, "/audio/translations", params, resultOrHandle(Transcription), {
           ...limits,
-          base: "queue",
           span: { name: "JobQueue.translate", operation: "audio.translations" }
-        })
+        }),
+        settle
       )
-    })
-    const generateImages = Effect.fnUntraced(function*(params: CreateImageParams) {
-      return yield* post(
-        "/images/generations",
-        params,
-        ImagesResponse,
-        { name: "JobQueue.generateImages", operation: "images.generations", params }
-      )
-    })
-    const editImages = Effect.fnUntraced(function*(params: EditImageParams) {
-      return settle(
-        yield* sendEdit(http, params, resultOrHandle(ImagesResponse), {
+    const editImages = (params: EditImageParams) =>
+      Effect.map(
+        sendEdit(http, params, resultOrHandle(ImagesResponse), {
           ...limits,
           span: { name: "JobQueue.editImages", operation: "images.edits" }
-        })
+        }),
+        settle
       )
-    })
-    const models = Effect.fnUntraced(function*() {
-      return (yield* http.json(HttpClientRequest.get("/models"), ModelList, {
-        ...limits,
-        span: { name: "JobQueue.models" }
-      })).value
-    })
+    const models = () =>
+      Effect.map(
+        http.json(HttpClientRequest.get("/models"), ModelList, { ...limits, span: { name: "JobQueue.models" } }),
+        (result) => result.value
+      )
     return { chat, chatStream, completions, embeddings, transcribe, translate, generateImages, editImages, models }
   })
 
