@@ -10,6 +10,7 @@
 import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricKey from "effect/MetricKey"
 import type * as Tracer from "effect/Tracer"
+import type { RequestOptions } from "../services/InferenceHttpClient.js"
 
 /** The key of `gen_ai.client.operation.duration` (seconds), with the conventions' bucket boundaries. */
 export const operationDurationKey = MetricKey.histogram(
@@ -48,7 +49,6 @@ const modelOperations: ReadonlySet<string> = new Set([
   "chat",
   "text_completion",
   "embeddings",
-  "generate_content",
   "images.generations",
   "images.edits",
   "audio.transcriptions",
@@ -59,22 +59,26 @@ const modelOperations: ReadonlySet<string> = new Set([
 export const isModelOperation = (operation: string | undefined): operation is string =>
   operation !== undefined && modelOperations.has(operation)
 
-/** What a request says of its operation, for its span. */
-export interface Operation {
-  /** The client's name of it (`Chat.create`, `Files.upload`): the span's name when it runs no model. */
-  readonly name: string
-  /** `gen_ai.operation.name` when it runs a model (`chat`, `embeddings`, `text_completion`...). */
-  readonly operation?: string | undefined
-  /** The request's parameters, read for `gen_ai.request.*` (never its messages or input). */
-  readonly params?: object | undefined
-  /** More attributes of the client's own (`aifs.*`). */
-  readonly attributes?: Readonly<Record<string, unknown>> | undefined
+/** What a request says of its operation, for its span (its `RequestOptions.span`). */
+export type Operation = NonNullable<RequestOptions["span"]>
+
+/** The service's host and port, as `server.address` / `server.port` name them. */
+export interface Server {
+  readonly address: string
+  readonly port: number
 }
 
 const number = (value: unknown): number | undefined => typeof value === "number" ? value : undefined
 
-/** `gen_ai.request.*` from a request's parameters (chat, completions, embeddings, responses, images). */
-const requestParameters = (params: Record<string, unknown>, operation: string): Record<string, unknown> => {
+/**
+ * `gen_ai.request.*` from a request's parameters (chat, completions, embeddings, responses, images, audio): only
+ * the ones named here are read, never messages, input, prompts or files.
+ */
+const requestParameters = (
+  params: Record<string, unknown>,
+  operation: string,
+  streaming: boolean
+): Record<string, unknown> => {
   const out: Record<string, unknown> = {}
   const set = (key: string, value: unknown) => {
     if (value !== undefined) out[key] = value
@@ -92,7 +96,7 @@ const requestParameters = (params: Record<string, unknown>, operation: string): 
   set("gen_ai.request.stop_sequences", typeof stop === "string" ? [stop] : Array.isArray(stop) ? stop : undefined)
   const n = number(params.n)
   set("gen_ai.request.choice.count", n === undefined || n === 1 ? undefined : n)
-  if (params.stream === true) out["gen_ai.request.stream"] = true
+  if (streaming || params.stream === true) out["gen_ai.request.stream"] = true
   if (operation === "embeddings") {
     set("gen_ai.request.encoding_formats", [
       typeof params.encoding_format === "string" ? params.encoding_format : "float"
@@ -111,7 +115,7 @@ const requestParameters = (params: Record<string, unknown>, operation: string): 
 export const spanOf = (
   op: Operation,
   model: string | undefined,
-  server: { readonly address: string; readonly port: number } | undefined,
+  server: Server | undefined,
   streaming: boolean
 ): { readonly name: string; readonly kind: Tracer.SpanKind; readonly attributes: Record<string, unknown> } => {
   if (!isModelOperation(op.operation)) {
@@ -126,7 +130,7 @@ export const spanOf = (
       "gen_ai.provider.name": providerName,
       ...(model === undefined ? {} : { "gen_ai.request.model": model }),
       ...(server === undefined ? {} : { "server.address": server.address, "server.port": server.port }),
-      ...requestParameters(streaming ? { ...params, stream: true } : params, op.operation),
+      ...requestParameters(params, op.operation, streaming),
       "aifs.operation": op.name,
       ...op.attributes
     }
@@ -134,7 +138,7 @@ export const spanOf = (
 }
 
 /** The host and port of a base URL, as `server.address` / `server.port` name them. */
-export const serverOf = (baseUrl: string): { readonly address: string; readonly port: number } | undefined => {
+export const serverOf = (baseUrl: string): Server | undefined => {
   try {
     const url = new URL(baseUrl)
     const port = url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port)

@@ -78,6 +78,12 @@ describe("ResponseSummary", () => {
     )
   })
 
+  it("a queue's answer: a result is read as the answer it holds, a handle says nothing of one", () => {
+    const body = { id: "c9", model: "m", usage: { prompt_tokens: 4, completion_tokens: 5 } }
+    assert.deepStrictEqual(summaryOf({ kind: "result", value: body }), summaryOf(body))
+    assert.deepStrictEqual(summaryOf({ kind: "handle", value: { id: "job-1", status: "queued" } }), {})
+  })
+
   it("leaves bodies without them alone, whatever their shape", () => {
     for (const body of [null, undefined, "text", 42, [], [1, 2], { usage: null }, { usage: "x", model: 7 }, {}]) {
       assert.deepStrictEqual(summaryOf(body), {})

@@ -88,7 +88,8 @@ export const decodeJsonEvents = <A, I>(
   redact: (text: string) => string
 ): Stream.Stream<A, ApiError> => {
   // what the events said, for a model operation's span and metrics
-  const summary = isModelOperation(options.span?.operation) ? new ResponseSummary() : undefined
+  const operation = options.span?.operation
+  const answer = isModelOperation(operation) ? { operation, summary: new ResponseSummary() } : undefined
   const { endpoint, meta, permit } = sent
   const context = { endpoint, requestId: meta.requestId, rateLimit: meta.rateLimit }
   const decode = decoder(schema, endpoint, redact)
@@ -130,7 +131,7 @@ export const decodeJsonEvents = <A, I>(
         break
       }
       if (usageTotal(value.right) !== undefined) usage = value.right
-      summary?.observe(value.right)
+      answer?.summary.observe(value.right)
       values.push(value.right)
     }
     return Chunk.unsafeFromArray(values)
@@ -151,9 +152,12 @@ export const decodeJsonEvents = <A, I>(
         ? Stream.fail(new TransportError({ message: `stream ended before ${terminator}`, endpoint }))
         : Stream.empty
       // the operation's span shows what the stream reported (this runs within it, a finalizer not)
-      return summary === undefined
+      return answer === undefined
         ? end
-        : Stream.concat(Stream.drain(Stream.fromEffect(answered(options, summary))), end)
+        : Stream.concat(
+          Stream.drain(Stream.fromEffect(answered(answer.operation, options.model, answer.summary))),
+          end
+        )
     })
   )
 }

@@ -24,13 +24,11 @@ import {
   operationDurationKey,
   providerName,
   ResponseSummary,
+  type Server,
   spanOf,
   tokenUsageKey
 } from "../telemetry.js"
 import type { Admissions, FirstAdmission } from "./admission.js"
-
-/** The service's host and port, as `server.address` / `server.port` name them. */
-type Server = { readonly address: string; readonly port: number } | undefined
 
 /**
  * The first per-request time limit that is not a duration, if any: checked before the request waits in the
@@ -93,12 +91,12 @@ const instrumentsOf = (operation: string, model: string | undefined): Instrument
  * Shows what a model operation's answer (a JSON body, or a stream's events read into `summary`) said: the
  * response attributes on the current span, and the tokens it used.
  */
-export const answered = (options: RequestOptions, summary: ResponseSummary): Effect.Effect<void> => {
-  // Stryker disable next-line OptionalChaining: called for requests with a span only (events.ts, InferenceHttp.ts)
-  const operation = options.span?.operation
-  // an answer of another operation (a file, a job) is no model's: no gen_ai attribute
-  if (!isModelOperation(operation)) return Effect.void
-  const { input, output } = instrumentsOf(operation, options.model)
+export const answered = (
+  operation: string,
+  model: string | undefined,
+  summary: ResponseSummary
+): Effect.Effect<void> => {
+  const { input, output } = instrumentsOf(operation, model)
   return Effect.zipRight(
     Effect.annotateCurrentSpan(summary.attributes()),
     // both observations in one step, with the fiber's metric labels as `Metric.update` would add them
@@ -110,13 +108,13 @@ export const answered = (options: RequestOptions, summary: ResponseSummary): Eff
   )
 }
 
-/** `answered` for one decoded JSON body. */
+/** `answered` for one decoded JSON body, when the request runs a model (another's answer is no model's). */
 export const answeredWith = (options: RequestOptions, value: unknown): Effect.Effect<void> => {
-  // Stryker disable next-line OptionalChaining,ConditionalExpression: called for requests with a span only; `answered` checks again
-  if (!isModelOperation(options.span?.operation)) return Effect.void
+  const operation = options.span?.operation
+  if (!isModelOperation(operation)) return Effect.void
   const summary = new ResponseSummary()
   summary.observe(value)
-  return answered(options, summary)
+  return answered(operation, options.model, summary)
 }
 
 /** `error.type`: the client's tag of a failure (`RateLimited`, `Timeout`...); nothing for an interruption. */
@@ -141,13 +139,13 @@ const routeOf = (options: RequestOptions, first: FirstAdmission) =>
 
 /** The span's options at its start. */
 const spanOptions = (
-  options: NonNullable<RequestOptions["span"]> & object,
-  request: RequestOptions,
-  server: Server,
+  op: NonNullable<RequestOptions["span"]>,
+  options: RequestOptions,
+  server: Server | undefined,
   streaming: boolean,
   extra: Record<string, unknown>
 ) => {
-  const span = spanOf(options, request.model, server, streaming)
+  const span = spanOf(op, options.model, server, streaming)
   return [span.name, {
     kind: span.kind,
     attributes: { ...span.attributes, ...extra },
@@ -168,18 +166,21 @@ const extras = (options: RequestOptions, first: FirstAdmission | undefined, wait
 export const traced = <A>(
   effect: Effect.Effect<A, ApiError>,
   options: RequestOptions,
-  server: Server,
+  server: Server | undefined,
   first?: FirstAdmission,
   waitedMs?: number
 ): Effect.Effect<A, ApiError> => {
   const op = options.span
   if (op === undefined) return effect
   const operation = op.operation
-  const timed = Effect.flatMap(Clock.currentTimeMillis, (start) =>
-    Effect.onExit(
-      Effect.tapError(effect, (error) => Effect.annotateCurrentSpan("error.type", error._tag)),
-      (exit) => isModelOperation(operation) ? recordDuration(options, operation, start, errorTypeOf(exit)) : Effect.void
-    ))
+  const tagged = Effect.tapError(effect, (error) => Effect.annotateCurrentSpan("error.type", error._tag))
+  // only a model operation's duration is a metric
+  const timed = !isModelOperation(operation) ?
+    tagged :
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (start) => Effect.onExit(tagged, (exit) => recordDuration(options, operation, start, errorTypeOf(exit)))
+    )
   return Effect.withSpan(timed, ...spanOptions(op, options, server, false, extras(options, first, waitedMs)))
 }
 
@@ -187,7 +188,7 @@ export const traced = <A>(
 const tracedStream = <A>(
   stream: Stream.Stream<A, ApiError>,
   options: RequestOptions,
-  server: Server,
+  server: Server | undefined,
   first: FirstAdmission | undefined,
   waitedMs: number | undefined
 ): Stream.Stream<A, ApiError> => {
@@ -212,7 +213,7 @@ const tracedStream = <A>(
 }
 
 /** The operations of requests, admitted by `admissions` when a limiter is on. */
-export const make = (admissions: Admissions | undefined, server: Server) => {
+export const make = (admissions: Admissions | undefined, server: Server | undefined) => {
   /** The wait in the limiter's line, as the `aifs.limiter.wait` histogram counts it. */
   const waited = <A, E, R>(effect: Effect.Effect<A, E, R>, waitedMs: number) =>
     Effect.zipRight(Metric.update(Metrics.limiterWait, waitedMs / 1000), effect)
