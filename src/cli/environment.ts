@@ -58,9 +58,12 @@ export const client: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpSe
       ConfigError.ConfigError
     > {
       const key = yield* Config.option(Config.redacted("AIFS_API_KEY"))
+      const keyFile = yield* Config.option(Config.string("AIFS_API_KEY_FILE"))
       const Node = yield* nodeModule
       // an empty AIFS_API_KEY counts as unset: `AIFS_API_KEY= aifs ...` is how a shell unsets it for one command
-      if (Option.isSome(key) && Redacted.value(key.value).trim() !== "") return Node.layerFromEnv
+      const set = <A>(value: Option.Option<A>, text: (a: A) => string) =>
+        Option.isSome(value) && text(value.value).trim() !== ""
+      if (set(key, Redacted.value) || set(keyFile, String)) return Node.layerFromEnv
       const baseUrl = yield* Config.option(ClientConfig.httpUrl("AIFS_BASE_URL"))
       if (Option.isNone(baseUrl)) return viaEmulator
       if (!isLocal(baseUrl.value)) {

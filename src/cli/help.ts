@@ -21,6 +21,8 @@ const environment = `ENVIRONMENT
 
   AIFS_API_KEY             the key; unset: the embedded emulator (or, with AIFS_BASE_URL on this machine, its
                            development key)
+  AIFS_API_KEY_FILE        a file holding the key instead (a mounted secret), read again when the key is refused:
+                           a rotated key is picked up without a restart
   AIFS_BASE_URL            base of the standard endpoints (default https://llm-server.llmhub.t-systems.net/v2)
   AIFS_V1_URL, AIFS_QUEUE_URL  bases of vector stores and of the queue (default: from AIFS_BASE_URL's origin)
   AIFS_API_VERSION         1.1.0 (default) or 1.0.0

@@ -33,6 +33,7 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { randomBytes } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import type { Duplex } from "node:stream"
 import * as App from "./app.js"
@@ -191,10 +192,16 @@ export declare namespace Emulator {
     readonly queueUrl: string
     /** The port it listens on. */
     readonly port: number
-    /** The keys it accepts. */
+    /** The keys it accepts now. */
     readonly keys: ReadonlyArray<KeySpec>
     /** The first accepted key of a tier. */
     readonly keyFor: (tier: string) => string | undefined
+    /**
+     * Rotates a key: revokes it and issues a new one (`gen-` + 48 random characters) with the same tier and
+     * settings, files, jobs and vector stores, and windows of its own. Requests already authenticated finish; any
+     * later one with the old key gets 401. Returns the new key. A key the emulator does not accept is a defect.
+     */
+    readonly rotateKey: (key: string) => Effect.Effect<string>
     /** The retrieval gateway's base URL (`<url>/gateway`). */
     readonly gatewayUrl: string
     /** The users the gateway accepts (with their passwords: development credentials, not secrets). */
@@ -292,15 +299,18 @@ const serveWith = (server: Server, options: ServeOptions): Layer.Layer<Emulator,
       const port = address._tag === "TcpAddress" ? address.port : 0
       const hostname = host.includes(":") ? `[${host}]` : host === "0.0.0.0" ? "127.0.0.1" : host
       const url = `http://${hostname}:${port}`
-      const keys = [...state.keys.values()]
       return {
         url,
         baseUrl: `${url}/v2`,
         v1Url: `${url}/v1`,
         queueUrl: `${url}/queue`,
         port,
-        keys,
-        keyFor: (tier: string) => keys.find((k) => k.tier === tier)?.key,
+        get keys() {
+          return [...state.keys.values()]
+        },
+        keyFor: (tier: string) => [...state.keys.values()].find((k) => k.tier === tier)?.key,
+        rotateKey: (key: string) =>
+          Effect.sync(() => state.rotateKey(key, `gen-${randomBytes(24).toString("hex")}`).key),
         gatewayUrl: `${url}/gateway`,
         gatewayUsers: options.gateway?.users ?? developmentUsers,
         setChaos: (chaos: Chaos) => Effect.sync(() => state.chaos.set(chaos)),

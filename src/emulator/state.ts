@@ -100,7 +100,8 @@ export const developmentKeys: ReadonlyArray<KeySpec> = Object.keys(tierQuotas).m
  */
 export class EmulatorState {
   readonly windowMs: number
-  readonly keys: ReadonlyMap<string, KeySpec>
+  /** Accepted keys, in the order given (a rotated key takes its predecessor's place). */
+  keys: ReadonlyMap<string, KeySpec>
   tiers: Readonly<Record<string, Quota>>
   readonly streamChunkDelayMs: number
   readonly queueMaxWaitMs: number
@@ -153,6 +154,21 @@ export class EmulatorState {
     for (const [id, window] of this.windows) {
       if (this.keys.get(id.slice(0, id.indexOf("\u0000")))?.tier === tier) window.quota = quota
     }
+  }
+
+  /**
+   * Revokes `key` and accepts `successor` in its place, with the same tier and settings and the same files, jobs and
+   * stores; its quota windows start empty. Requests already past authentication finish; any later one with the old
+   * key gets 401. A key not accepted is a defect.
+   */
+  rotateKey(key: string, successor: string): KeySpec {
+    const spec = this.keys.get(key)
+    if (spec === undefined) throw new Error("emulator: no such key to rotate")
+    if (this.keys.has(successor)) throw new Error("emulator: the new key is already accepted")
+    const next = { ...spec, key: successor }
+    this.keys = new Map([...this.keys].map(([k, v]) => k === key ? [successor, next] : [k, v]))
+    this.store.move(key, successor)
+    return next
   }
 
   /** A fresh sequence number, for ids. */

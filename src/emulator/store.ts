@@ -123,6 +123,14 @@ export class Store {
     }
     return store
   }
+
+  /** Hands a key's records to its successor (a rotated key: the account keeps its files, jobs and stores). */
+  move(from: string, to: string): void {
+    const store = this.keys.get(from)
+    if (store === undefined) return
+    this.keys.delete(from)
+    this.keys.set(to, store)
+  }
 }
 
 /**

@@ -88,8 +88,14 @@ export declare namespace ClientConfig {
    * @category models
    */
   export interface Service {
-    /** The API key, never shown (`String(apiKey)` is `<redacted>`). */
+    /** The API key, never shown (`String(apiKey)` is `<redacted>`): as read when the configuration was made. */
     readonly apiKey: Redacted.Redacted<string>
+    /**
+     * Reads the key again: the transport runs it when the server refuses the key (401), once, and goes on with
+     * the key it gives when that differs (a rotated key). Its failure leaves the 401 standing, its message added.
+     * Set by `layer` when the key comes from an effect.
+     */
+    readonly reloadApiKey?: Effect.Effect<Redacted.Redacted<string>, unknown> | undefined
     /** Base of the standard endpoints, e.g. `https://host/v2`. */
     readonly baseUrl: string
     /** Base of vector stores and their files, e.g. `https://host/v1`. */
@@ -116,14 +122,22 @@ export declare namespace ClientConfig {
 }
 
 /**
+ * An API key as given: `gen-` + 48 characters on the real service.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ApiKey = Redacted.Redacted<string> | string
+
+/**
  * What `make` and `layer` take; everything but the key has a default.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Options {
-  /** The API key (`gen-` + 48 characters on the real service). */
-  readonly apiKey: Redacted.Redacted<string> | string
+  /** The API key. */
+  readonly apiKey: ApiKey
   /** Base of the standard endpoints (default: the real service's `/v2`). */
   readonly baseUrl?: string | undefined
   /** Base of vector stores (default: `/v1` on the origin of `baseUrl`). */
@@ -151,6 +165,20 @@ export interface Options {
   readonly streamIdleTimeout?: Duration.DurationInput | undefined
 }
 
+/**
+ * `Options` with a key that may come from an effect (a mounted secret file, a vault, a `Config`): read when the
+ * layer is built, and again when the server refuses the key (see `ClientConfig.Service.reloadApiKey`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface OptionsWithKeySource<E = never, R = never> extends Omit<Options, "apiKey"> {
+  /** The API key, or an effect that reads it. */
+  readonly apiKey: ApiKey | Effect.Effect<ApiKey, E, R>
+}
+
+const redacted = (key: ApiKey): Redacted.Redacted<string> => Redacted.isRedacted(key) ? key : Redacted.make(key)
+
 const trimSlash = (url: string): string => url.replace(/\/+$/, "")
 
 const originOf = (url: string): string => {
@@ -171,7 +199,7 @@ export const make = (options: Options): ClientConfig.Service => {
   const baseUrl = trimSlash(options.baseUrl ?? defaultBaseUrl)
   const origin = originOf(baseUrl)
   return {
-    apiKey: Redacted.isRedacted(options.apiKey) ? options.apiKey : Redacted.make(options.apiKey),
+    apiKey: redacted(options.apiKey),
     baseUrl,
     v1Url: trimSlash(options.v1Url ?? `${origin}/v1`),
     queueUrl: trimSlash(options.queueUrl ?? `${origin}/queue`),
@@ -207,10 +235,37 @@ export const make = (options: Options): ClientConfig.Service => {
  * // => standard4000, 3 retries
  * ```
  *
+ * @example
+ * ```ts
+ * import { ClientConfig } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ * import { readFile } from "node:fs/promises"
+ *
+ * // a key that is rotated: read from its mounted secret file now, and again when the server refuses it (401)
+ * const ConfigLive = ClientConfig.layer({
+ *   apiKey: Effect.tryPromise(() => readFile("/run/secrets/aifs-api-key", "utf8")).pipe(Effect.map((t) => t.trim()))
+ * })
+ *
+ * export const program = Effect.map(ClientConfig.ClientConfig, (config) => config.reloadApiKey !== undefined).pipe(
+ *   Effect.provide(ConfigLive)
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<ClientConfig> => Layer.succeed(ClientConfig, make(options))
+export const layer = <E = never, R = never>(options: OptionsWithKeySource<E, R>): Layer.Layer<ClientConfig, E, R> => {
+  const apiKey = options.apiKey
+  if (!Effect.isEffect(apiKey)) return Layer.succeed(ClientConfig, make({ ...options, apiKey }))
+  return Layer.effect(
+    ClientConfig,
+    Effect.gen(function*() {
+      const context = yield* Effect.context<R>()
+      const read = Effect.map(Effect.provide(apiKey, context), redacted)
+      return { ...make({ ...options, apiKey: yield* read }), reloadApiKey: read }
+    })
+  )
+}
 
 /**
  * A configuration read from `Config` values (any provider: environment, files, a map in tests).
@@ -293,15 +348,13 @@ export const httpUrl = (name: string): Config.Config<string> =>
   }))
 
 /**
- * The environment variables read by `layerFromEnv`.
+ * The environment variables read by `layerFromEnv` besides the key: where a key comes from elsewhere (a file, as
+ * `Node.layerFromEnv` reads `AIFS_API_KEY_FILE`), the rest of the configuration.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category config
  */
-export const fromEnv: Config.Config<Options> = Config.all({
-  apiKey: Config.redacted("AIFS_API_KEY").pipe(
-    Config.withDescription("API key of AI Foundation Services (gen-...); required for the real service")
-  ),
+export const settingsFromEnv: Config.Config<Omit<Options, "apiKey">> = Config.all({
   baseUrl: httpUrl("AIFS_BASE_URL").pipe(Config.withDefault(defaultBaseUrl)),
   v1Url: Config.option(httpUrl("AIFS_V1_URL")).pipe(Config.map(Option.getOrUndefined)),
   queueUrl: Config.option(httpUrl("AIFS_QUEUE_URL")).pipe(Config.map(Option.getOrUndefined)),
@@ -317,6 +370,20 @@ export const fromEnv: Config.Config<Options> = Config.all({
   queueTimeout: positiveDuration("AIFS_QUEUE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(30))),
   streamIdleTimeout: positiveDuration("AIFS_STREAM_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2)))
 })
+
+/**
+ * The environment variables read by `layerFromEnv`: `AIFS_API_KEY` and `settingsFromEnv`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const fromEnv: Config.Config<Options> = Config.zipWith(
+  Config.redacted("AIFS_API_KEY").pipe(
+    Config.withDescription("API key of AI Foundation Services (gen-...); required for the real service")
+  ),
+  settingsFromEnv,
+  (apiKey, settings): Options => ({ ...settings, apiKey })
+)
 
 /**
  * The configuration from `AIFS_*` environment variables. A missing `AIFS_API_KEY` is a `ConfigError`

@@ -38,9 +38,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { fingerprint, makeRedactor } from "../internal/redact.js"
 import * as Admission from "../internal/request/admission.js"
 import * as Attempt from "../internal/request/attempt.js"
+import * as Credentials from "../internal/request/credentials.js"
 import { decodeJson } from "../internal/request/decode.js"
 import { decodeJsonEvents, eventsOf, expectEventStream } from "../internal/request/events.js"
 import * as Operation from "../internal/request/operation.js"
@@ -79,20 +79,21 @@ export const make: Effect.Effect<
   const limiter = Option.getOrUndefined(
     Option.filter(yield* Effect.serviceOption(RateLimiter), (limiter) => limiter.enabled)
   )
-  const redact = makeRedactor([config.apiKey])
-  const keyId = fingerprint(config.apiKey)
-  const admissions = limiter === undefined ? undefined : Admission.make(limiter, keyId)
+  const credentials = Credentials.make(config)
+  const { redact, renewing } = credentials
+  const admissions = limiter === undefined ? undefined : Admission.make(limiter, credentials.keyId)
   const { admitted, admittedStream } = Operation.make(admissions, serverOf(config.baseUrl))
-  const prepare = Wire.preparer(config)
+  const prepare = Wire.preparer(config, credentials)
 
   const attempt = Attempt.make({
     admissions,
-    learn: (model, info, status) => limiter === undefined ? Effect.void : limiter.learn(keyId, model, info, status),
+    learn: (model, info, status) =>
+      limiter === undefined ? Effect.void : limiter.learn(credentials.keyId(), model, info, status),
     prepare,
     send: Wire.sender(client, config, redact)
   })
 
-  /** The attempts of one request, retried by the policy unless the request says not to. */
+  /** The attempts of one request, retried by the policy unless the request says not to, and renewed after a 401. */
   const exchange = <A>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
@@ -102,7 +103,7 @@ export const make: Effect.Effect<
     admitted(
       request,
       options,
-      (first) => retrying(policy, request, attempt(request, options, accept, read, first), options)
+      (first) => renewing(retrying(policy, request, attempt(request, options, accept, read, first), options))
     )
 
   const json = <A, I>(
@@ -149,7 +150,10 @@ export const make: Effect.Effect<
   ) => {
     const idle = options.idleTimeout === undefined ? config.streamIdleTimeout : Duration.decode(options.idleTimeout)
     const opened = attempt(request, options, "text/event-stream", expectEventStream(redact), first)
-    return Effect.map(retrying(policy, request, opened, options), (sent) => ({ sent, events: eventsOf(sent, idle) }))
+    return Effect.map(
+      renewing(retrying(policy, request, opened, options)),
+      (sent) => ({ sent, events: eventsOf(sent, idle) })
+    )
   }
 
   const sse = (

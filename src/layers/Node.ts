@@ -27,6 +27,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as Undici from "@effect/platform-node/Undici"
+import * as FileSystem from "@effect/platform/FileSystem"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -123,10 +124,10 @@ const httpClientOf = <I, S extends { readonly connectTimeout: Duration.Duration 
 ): Layer.Layer<HttpClient.HttpClient, never, I> =>
   Layer.unwrapEffect(Effect.map(tag, (config) => layerHttpClient({ connectTimeout: config.connectTimeout })))
 
-const withClientConfig = <E>(
-  config: Layer.Layer<ClientConfig.ClientConfig, E>,
+const withClientConfig = <E, R>(
+  config: Layer.Layer<ClientConfig.ClientConfig, E, R>,
   options: LayerOptions = {}
-): Layer.Layer<Services, E> =>
+): Layer.Layer<Services, E, R> =>
   Inference.layerHttpLimited(options.rateLimiter).pipe(
     Layer.provide(httpClientOf(ClientConfig.ClientConfig)),
     Layer.provideMerge(config)
@@ -166,12 +167,48 @@ export const limiterFromEnv = Config.all({
 })
 
 /**
+ * A key read from a file (a mounted secret: Kubernetes, Docker and systemd credentials all use files), trimmed.
+ * A file that cannot be read or holds no key is a `ConfigError` naming `AIFS_API_KEY_FILE`.
+ */
+const keyFromFile = (path: string): Effect.Effect<Redacted.Redacted<string>, ConfigError.ConfigError> =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(path)).pipe(
+    Effect.mapError((error) => ConfigError.InvalidData(["AIFS_API_KEY_FILE"], `cannot read ${path}: ${error.message}`)),
+    Effect.map((text) => text.trim()),
+    Effect.filterOrFail(
+      (key) => key !== "",
+      () => ConfigError.InvalidData(["AIFS_API_KEY_FILE"], `${path} holds no key`)
+    ),
+    Effect.map(Redacted.make),
+    Effect.provide(NodeFileSystem.layer)
+  )
+
+/**
+ * The client's configuration from the environment: the key from `AIFS_API_KEY`, or from the file `AIFS_API_KEY_FILE`
+ * names, read again when the server refuses the key (a rotated secret). Both set is a `ConfigError`: which one wins
+ * would be a guess.
+ */
+const clientConfigFromEnv: Layer.Layer<ClientConfig.ClientConfig, ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const file = Option.filter(yield* Config.option(Config.string("AIFS_API_KEY_FILE")), (path) => path.trim() !== "")
+    if (Option.isNone(file)) return ClientConfig.layerFromEnv
+    const key = yield* Config.option(Config.string("AIFS_API_KEY"))
+    if (Option.isSome(key) && key.value.trim() !== "") {
+      return yield* Effect.fail(
+        ConfigError.InvalidData(["AIFS_API_KEY_FILE"], "AIFS_API_KEY and AIFS_API_KEY_FILE are both set: set one")
+      )
+    }
+    const settings = yield* ClientConfig.settingsFromEnv
+    return ClientConfig.layer({ ...settings, apiKey: keyFromFile(file.value.trim()) })
+  })
+)
+
+/**
  * The layers from the environment: the client's configuration, and the limiter's (a store that cannot be used, a
  * malformed URL or refused credentials, is a `ConfigError` naming `AIFS_LIMITER_REDIS_URL`).
  */
 const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.ConfigError> =>
   Layer.unwrapEffect(Effect.map(limiterFromEnv, (env) => {
-    if (options.rateLimiter === false) return withClientConfig(ClientConfig.layerFromEnv, options)
+    if (options.rateLimiter === false) return withClientConfig(clientConfigFromEnv, options)
     const rateLimiter = {
       ...Option.match(env.window, { onNone: () => ({}), onSome: (window) => ({ window }) }),
       ...options.rateLimiter,
@@ -193,7 +230,7 @@ const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.Confi
     return Inference.layerHttpLimitedWith(rateLimiter).pipe(
       Layer.provide(store),
       Layer.provide(httpClientOf(ClientConfig.ClientConfig)),
-      Layer.provideMerge(ClientConfig.layerFromEnv)
+      Layer.provideMerge(clientConfigFromEnv)
     )
   }))
 
@@ -228,8 +265,9 @@ const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.Confi
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: ClientConfig.Options & LayerOptions): Layer.Layer<Services> =>
-  withClientConfig(ClientConfig.layer(options), options)
+export const layer = <E = never, R = never>(
+  options: ClientConfig.OptionsWithKeySource<E, R> & LayerOptions
+): Layer.Layer<Services, E, R> => withClientConfig(ClientConfig.layer(options), options)
 
 /**
  * Everything, from `Config` values.
@@ -271,7 +309,8 @@ export const layerConfig = (
 ): Layer.Layer<Services, ConfigError.ConfigError> => withClientConfig(ClientConfig.layerConfig(config), options)
 
 /**
- * Everything, from the `AIFS_*` environment variables (`AIFS_API_KEY` is required). With `AIFS_LIMITER_REDIS_URL`
+ * Everything, from the `AIFS_*` environment variables. The key: `AIFS_API_KEY`, or `AIFS_API_KEY_FILE`, a file read
+ * again when the server refuses the key (a rotated secret). With `AIFS_LIMITER_REDIS_URL`
  * the rate limiter counts on that Redis server, with every process on the key (see `limiterFromEnv`).
  *
  * @example

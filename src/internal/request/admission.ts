@@ -49,8 +49,8 @@ const jsonBody = (request: HttpClientRequest.HttpClientRequest): unknown => {
   }
 }
 
-/** The admissions of one key's requests by `limiter`. */
-export const make = (limiter: RateLimiter.Service, keyId: string) => {
+/** The admissions of one key's requests by `limiter` (`keyId`: the key's fingerprint now, renewed or not). */
+export const make = (limiter: RateLimiter.Service, keyId: () => string) => {
   /**
    * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured); `onGranted`
    * sees the permit as the limiter grants it. Use through `guarded`.
@@ -65,7 +65,7 @@ export const make = (limiter: RateLimiter.Service, keyId: string) => {
     const cost = body === undefined ? undefined : limiter.cost(request.url, body)
     const model = cost?.model
     if (cost === undefined || model === undefined) return Effect.succeed({ permit: undefined, options, model })
-    const ticket = { key: keyId, model, tokens: cost.tokens }
+    const ticket = { key: keyId(), model, tokens: cost.tokens }
     const acquire = Effect.map(limiter.acquire(ticket, onGranted), (permit): Admission => ({ permit, options, model }))
     if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
     return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>

@@ -9,12 +9,12 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import * as Redacted from "effect/Redacted"
 import type { ClientConfig } from "../../layers/ClientConfig.js"
 import * as Metrics from "../../layers/ClientMetrics.js"
 import { type Base, type RequestOptions, ResponseMetadata } from "../../services/InferenceHttpClient.js"
 import * as Transport from "../transport.js"
 import type { Deps } from "./attempt.js"
+import type { Credentials } from "./credentials.js"
 
 /**
  * Counts every status that comes back, and the 429s apart: one tagged counter per status, made once (tagging
@@ -39,7 +39,7 @@ export const statusCounter = () => {
  * name, its endpoint as errors name it, its time limits (the queue waits for capacity, so longer). What does not
  * change from request to request (the headers, the bases' paths) is made once.
  */
-export const preparer = (config: ClientConfig["Type"]) => {
+export const preparer = (config: ClientConfig["Type"], credentials: Credentials) => {
   const bases: Record<Base, string> = { v2: config.baseUrl, v1: config.v1Url, queue: config.queueUrl }
   // a base at an origin's root has the path "/": the request's own path follows it
   const pathOfBase = (url: string) => Transport.pathOf(url).replace(/\/$/, "")
@@ -49,12 +49,18 @@ export const preparer = (config: ClientConfig["Type"]) => {
     queue: pathOfBase(config.queueUrl)
   }
   const headers = new Map<string, Headers.Headers>()
+  let generation = credentials.generation()
   const headersFor = (accept: string) => {
+    // a renewed key: the headers made with the old one go
+    if (credentials.generation() !== generation) {
+      headers.clear()
+      generation = credentials.generation()
+    }
     let made = headers.get(accept)
     // Stryker disable next-line ConditionalExpression: headers made again are the same, only slower
     if (made === undefined) {
       made = Headers.fromInput({
-        authorization: `Bearer ${Redacted.value(config.apiKey)}`,
+        authorization: credentials.authorization(),
         accept,
         "user-agent": Transport.userAgent
       })

@@ -1,0 +1,99 @@
+/**
+ * The API key of a transport: the header it goes out in, its fingerprint (the limiter's bucket), the redactor of
+ * every key the transport has held, and its renewal when the server refuses it. A key with a source (an effect
+ * that reads it: a mounted secret file, a vault) is read again on a 401, by one request at a time; a request that
+ * meets a 401 after another one renewed the key only tries again.
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import type { ClientConfig } from "../../layers/ClientConfig.js"
+import { type ApiError, Unauthorized } from "../../schemas/Errors.js"
+import { fingerprint, makeRedactor } from "../redact.js"
+
+/** A transport's key, as it is now. */
+export interface Credentials {
+  /** The `authorization` header's value. */
+  readonly authorization: () => string
+  /** The key's fingerprint, for the limiter's buckets: a renewed key has a quota of its own. */
+  readonly keyId: () => string
+  /** Scrubs every key held so far (a server may echo an old one), and key-shaped strings. */
+  readonly redact: (text: string) => string
+  /** How many times the key was renewed: what is made from a key (its headers) is made again when this changes. */
+  readonly generation: () => number
+  /**
+   * `effect`, tried once more after a 401 when the key was renewed meanwhile or can be now; otherwise its
+   * `Unauthorized`, saying what the key's source gave. Without a source: `effect` itself.
+   */
+  readonly renewing: <A>(effect: Effect.Effect<A, ApiError>) => Effect.Effect<A, ApiError>
+}
+
+/** What asking the source gave: a new key, or why not. */
+type Renewal = { readonly renewed: true } | { readonly renewed: false; readonly why: string }
+
+const renewed: Renewal = { renewed: true }
+
+const messageOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
+    ? error.message
+    : String(error)
+
+/** The credentials of a configuration: its key, renewed from `reloadApiKey` when it has one. */
+export const make = (config: ClientConfig["Type"]): Credentials => {
+  let key = config.apiKey
+  let generation = 0
+  let authorization = `Bearer ${Redacted.value(key)}`
+  let keyId = fingerprint(key)
+  const held = [key]
+  let redact = makeRedactor(held)
+  const source = config.reloadApiKey
+  const credentials = {
+    authorization: () => authorization,
+    keyId: () => keyId,
+    redact: (text: string) => redact(text),
+    generation: () => generation
+  }
+  if (source === undefined) return { ...credentials, renewing: (effect) => effect }
+
+  const replace = (next: Redacted.Redacted<string>) => {
+    key = next
+    generation++
+    authorization = `Bearer ${Redacted.value(next)}`
+    keyId = fingerprint(next)
+    held.push(next)
+    redact = makeRedactor(held)
+  }
+
+  /** Reads the source, unless the key changed since `seen` (another request renewed it): one reader at a time. */
+  const lock = Effect.unsafeMakeSemaphore(1)
+  const renew = (seen: number): Effect.Effect<Renewal> =>
+    lock.withPermits(1)(Effect.suspend(() => {
+      if (generation !== seen) return Effect.succeed(renewed)
+      return Effect.matchEffect(source, {
+        onFailure: (error) =>
+          Effect.succeed<Renewal>({ renewed: false, why: `the key could not be read again: ${messageOf(error)}` }),
+        onSuccess: (next) => {
+          if (Redacted.value(next) === Redacted.value(key)) {
+            return Effect.succeed<Renewal>({ renewed: false, why: "the key was read again and has not changed" })
+          }
+          replace(next)
+          return Effect.as(Effect.logInfo("the API key was refused (401): a new one was read from its source"), renewed)
+        }
+      })
+    }))
+
+  const renewing = <A>(effect: Effect.Effect<A, ApiError>): Effect.Effect<A, ApiError> =>
+    Effect.suspend(() => {
+      const seen = generation
+      return Effect.catchIf(
+        effect,
+        (error): error is Unauthorized => error._tag === "Unauthorized",
+        (refused) =>
+          Effect.flatMap(renew(seen), (renewal) =>
+            renewal.renewed
+              ? effect
+              : Effect.fail(new Unauthorized({ ...refused, message: `${refused.message} (${redact(renewal.why)})` })))
+      )
+    })
+  return { ...credentials, renewing }
+}
