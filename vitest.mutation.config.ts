@@ -1,5 +1,5 @@
 // The test configuration of the mutation run (stryker.config.mjs): the unit tests and the integration tests of the
-// limiter, its Redis store (on the run's own redis-server, test/globalSetup.ts), the headers, the time limits and the
+// limiter, its Redis store (on the run's own redis-server, test/globalSetup.ts), the headers, the time limits, key rotation and the
 // faults, the ones that state the guarantees of the mutated modules.
 // Test files share their worker's module cache, so that a mutant's run does not load effect and the emulator again
 // per file. The suites of other concerns (the emulator's bad input, secrets, the openai client, the CLI as a child
@@ -13,7 +13,7 @@ export default defineConfig({
     ...base.test,
     include: [
       "test/unit/**/*.test.ts",
-      "test/integration/{limiter,limits,rateLimitHeaders,timeouts,faults,queue,redisStore}.test.ts"
+      "test/integration/{limiter,limits,rateLimitHeaders,timeouts,faults,queue,redisStore,keyRotation}.test.ts"
     ],
     isolate: false
   }

@@ -113,7 +113,7 @@ export class ImagesResponse extends Schema.Class<ImagesResponse>("ImagesResponse
   /** Creation time, epoch seconds. */
   created: Nullish(Schema.Number),
   /** The images. */
-  data: Schema.Array(ImageData),
+  data: Schema.optionalWith(Schema.Array(ImageData), { default: () => [] }),
   /** Token usage, when sent. */
   usage: Nullish(Schema.Unknown)
 }) {

@@ -199,16 +199,7 @@ export const OutputContent = Schema.Struct({
  */
 export type OutputContent = typeof OutputContent.Type
 
-/**
- * An item of `output[]`: a `message`, a `function_call`, `reasoning`, or a type this client does not know
- * (kept, never a decode failure).
- *
- * @since 0.1.0
- * @category schemas
- */
-export const OutputItem = Schema.Struct({
-  /** `message`, `function_call`, `reasoning`, ... */
-  type: OpenEnum(["message", "function_call", "reasoning"], "Kind of output item."),
+const outputItemFields = {
   /** Item id. */
   id: Nullish(Schema.String),
   /** `completed`, `in_progress`, `incomplete`. */
@@ -225,7 +216,52 @@ export const OutputItem = Schema.Struct({
   arguments: Nullish(Schema.String),
   /** Reasoning summary parts. */
   summary: Nullish(Schema.Array(Schema.Unknown))
-})
+}
+
+const knownOutputItemTypes = ["message", "function_call", "reasoning"] as const
+
+/** Whether each field of an item fits `outputItemFields`, one decoder per field. */
+const fitsField = Object.fromEntries(
+  Object.entries(outputItemFields).map(([name, field]) => [name, Schema.is(Schema.Struct({ [name]: field }))])
+) as Record<string, (u: unknown) => boolean>
+
+/**
+ * An item of a type this client does not know: its type, and every field that has the shape a known item gives it
+ * (a tool search's `arguments` object, say, does not: it is left out); never a decode failure.
+ */
+const OtherOutputItem = Schema.transform(
+  Schema.Struct(
+    {
+      type: Schema.String.pipe(Schema.filter((type) => !(knownOutputItemTypes as ReadonlyArray<string>).includes(type)))
+    },
+    Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  ),
+  Schema.Struct({ type: Schema.String, ...outputItemFields }),
+  {
+    strict: false,
+    decode: (item) =>
+      Object.fromEntries(
+        Object.entries(item).filter(([name, value]) => name === "type" || fitsField[name]?.({ [name]: value }) === true)
+      ),
+    encode: (item) => item
+  }
+)
+
+/**
+ * An item of `output[]`: a `message`, a `function_call`, `reasoning`, or a type this client does not know (kept
+ * with its type and the fields that have the shape known items give them, never a decode failure).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const OutputItem = Schema.Union(
+  Schema.Struct({
+    /** `message`, `function_call`, `reasoning`. */
+    type: Schema.Literal(...knownOutputItemTypes),
+    ...outputItemFields
+  }),
+  OtherOutputItem
+)
 
 /**
  * The type of `OutputItem`.
@@ -386,6 +422,26 @@ export type ResponseStreamEvent = typeof ResponseStreamEvent.Type
 export const knownEventTypes: ReadonlySet<string> = new Set(
   ResponseStreamEvent.members.map((member) => member.fields.type.literals[0])
 )
+
+/**
+ * An event of a type this client does not know: only its `type` is read (`Responses.createStream` skips it).
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const UnknownStreamEvent = Schema.Struct({
+  type: Schema.String.pipe(Schema.filter((type) => !knownEventTypes.has(type)))
+}).annotations({ identifier: "an event of a type this client does not know" })
+
+/**
+ * What a stream's event decodes as: a known event, or an `UnknownStreamEvent`. A malformed known event is neither.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const AnyStreamEvent = Schema.Union(ResponseStreamEvent, UnknownStreamEvent).annotations({
+  identifier: "a response stream event"
+})
 
 /**
  * Any event: its `type` and the rest, before it is told apart.

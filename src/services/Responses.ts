@@ -28,10 +28,15 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { ApiError } from "../schemas/Errors.js"
-import { type CreateResponseParams, knownEventTypes, Response, ResponseStreamEvent } from "../schemas/Responses.js"
+import {
+  AnyStreamEvent,
+  type CreateResponseParams,
+  knownEventTypes,
+  Response,
+  type ResponseStreamEvent
+} from "../schemas/Responses.js"
 import { InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
 
 export {
@@ -95,17 +100,7 @@ export declare namespace Responses {
   }
 }
 
-/** An event of a type this client does not know (skipped); a malformed known event matches neither member. */
-const UnknownEvent = Schema.Struct({ type: Schema.String.pipe(Schema.filter((type) => !knownEventTypes.has(type))) })
-  .annotations({ identifier: "an event of a type this client does not know" })
-
-/** Decoded by the transport, whose errors are bounded and redacted like every other response's. */
-const StreamEvent = Schema.Union(ResponseStreamEvent, UnknownEvent).annotations({
-  identifier: "a response stream event"
-})
-
-const isKnown = (event: ResponseStreamEvent | typeof UnknownEvent.Type): event is ResponseStreamEvent =>
-  knownEventTypes.has(event.type)
+const isKnown = (event: typeof AnyStreamEvent.Type): event is ResponseStreamEvent => knownEventTypes.has(event.type)
 
 /**
  * Builds the service on the `InferenceHttpClient`.
@@ -125,7 +120,7 @@ export const make: Effect.Effect<Responses.Service, never, InferenceHttpClient> 
   const createStream = (params: CreateResponseParams): Stream.Stream<ResponseStreamEvent, ApiError> =>
     http.jsonStream(
       HttpClientRequest.post("/responses").pipe(HttpClientRequest.bodyUnsafeJson({ ...params, stream: true })),
-      StreamEvent,
+      AnyStreamEvent,
       // the events end when the server closes the stream: there is no [DONE]
       { model: params.model, terminator: null, span: { name: "Responses.createStream", operation: "chat", params } }
     ).pipe(

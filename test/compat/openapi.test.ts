@@ -9,14 +9,9 @@ import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { readFileSync } from "node:fs"
-import { gunzipSync } from "node:zlib"
 import * as Testing from "../../src/layers/Testing.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
-
-const document = JSON.parse(
-  gunzipSync(readFileSync(new URL("../fixtures/openai-openapi/openapi.json.gz", import.meta.url))).toString("utf8")
-) as { readonly components: { readonly schemas: Record<string, unknown> } }
+import { document } from "../helpers/openapi.js"
 
 /** OpenAPI 3.0's `nullable: true` (a few schemas still carry it) as JSON Schema: the schema or null. */
 const withoutNullable = (node: unknown): unknown => {

@@ -7,8 +7,6 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { readFileSync } from "node:fs"
-import { gunzipSync } from "node:zlib"
 import { Transcription } from "../../src/schemas/Audio.js"
 import { ChatCompletion, ChatCompletionChunk } from "../../src/schemas/Chat.js"
 import { Completion } from "../../src/schemas/Completions.js"
@@ -26,18 +24,7 @@ import {
   VectorStoreFileList,
   VectorStoreList
 } from "../../src/schemas/VectorStores.js"
-
-interface Operation {
-  readonly "x-oaiMeta"?: {
-    readonly examples?:
-      | { readonly title?: string; readonly response?: unknown }
-      | ReadonlyArray<{ readonly title?: string; readonly response?: unknown }>
-  }
-}
-
-const document = JSON.parse(
-  gunzipSync(readFileSync(new URL("../fixtures/openai-openapi/openapi.json.gz", import.meta.url))).toString("utf8")
-) as { readonly paths: Record<string, Record<string, Operation>> }
+import { document } from "../helpers/openapi.js"
 
 type AnySchema = Schema.Schema.AnyNoContext
 

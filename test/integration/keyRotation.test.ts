@@ -134,6 +134,27 @@ describe("key rotation", () => {
       assert.isTrue(Exit.isSuccess(exit), Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "")
     }).pipe(Effect.provide(Emulator.layer())))
 
+  it.scoped("AIFS_API_KEY_FILE gone when the key is refused: Unauthorized, saying the file cannot be read", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      const file = path.join(yield* tempDir("aifs-keyfile-"), "key")
+      const first = emulator.keyFor("standard4000")!
+      fs.writeFileSync(file, first)
+      const client = Node.layerFromEnv.pipe(
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
+          new Map([["AIFS_API_KEY_FILE", file], ["AIFS_BASE_URL", emulator.baseUrl], ["AIFS_CACHE_DIR", ""]])
+        ))),
+        Layer.orDie
+      )
+      const error = yield* Effect.gen(function*() {
+        yield* emulator.rotateKey(first)
+        fs.rmSync(file)
+        return yield* Effect.flip(hello)
+      }).pipe(Effect.provide(client))
+      assert.strictEqual(error._tag, "Unauthorized")
+      assert.include(error.message, `(the key could not be read again: cannot read ${file}`)
+    }).pipe(Effect.provide(Emulator.layer())))
+
   it.scoped("AIFS_API_KEY_FILE that cannot be used, or set beside AIFS_API_KEY: a ConfigError naming it", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("aifs-keyfile-")

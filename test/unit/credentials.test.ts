@@ -107,6 +107,21 @@ describe("Credentials", () => {
       assert.strictEqual(yield* Ref.get(sends), 1)
     }))
 
+  it.effect("a source that fails with something other than an Error: said as text", () =>
+    Effect.gen(function*() {
+      const failures: ReadonlyArray<readonly [unknown, string]> = [
+        ["sealed", "sealed"],
+        [{ code: 503 }, `{\n  "code": 503\n}`],
+        [{ message: 42 }, `{\n  "message": 42\n}`],
+        [null, "null"]
+      ]
+      for (const [failure, said] of failures) {
+        const { credentials } = yield* withSource(Effect.fail(failure as Error))
+        const error = yield* Effect.flip(credentials.renewing(request(credentials, yield* Ref.make(0))))
+        assert.strictEqual(error.message, `Incorrect API key provided (the key could not be read again: ${said})`)
+      }
+    }))
+
   it.effect("a renewed key refused too: the second 401 ends the request, with no second read", () =>
     Effect.gen(function*() {
       const { credentials, reads } = yield* withSource(Effect.succeed(newKey))

@@ -43,6 +43,14 @@ describe("Responses schemas", () => {
     assert.strictEqual(decoded.usage?.total_tokens, 7)
   })
 
+  it("an item of a type not known keeps its type and the fields of a known item's shape; a known one stays strict", () => {
+    const searched = { type: "tool_search_call", id: "ts_1", status: "completed", arguments: { query: "x" }, extra: 1 }
+    const decoded = Schema.decodeUnknownSync(Response)({ ...response, output: [searched] })
+    assert.deepStrictEqual({ ...decoded.output[0] }, { type: "tool_search_call", id: "ts_1", status: "completed" })
+    const malformed = { type: "function_call", id: "fc_1", call_id: "c", name: "f", arguments: { city: "Bonn" } }
+    assert.throws(() => Schema.decodeUnknownSync(Response)({ ...response, output: [malformed] }))
+  })
+
   it("falls back to a server-sent output_text when there is no output", () => {
     const decoded = Schema.decodeUnknownSync(Response)({ id: "r", output_text: "just text", status: "queued_later" })
     assert.strictEqual(decoded.text, "just text")

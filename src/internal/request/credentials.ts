@@ -6,6 +6,8 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Inspectable from "effect/Inspectable"
+import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import type { ClientConfig } from "../../layers/ClientConfig.js"
 import { type ApiError, Unauthorized } from "../../schemas/Errors.js"
@@ -33,10 +35,13 @@ type Renewal = { readonly renewed: true } | { readonly renewed: false; readonly 
 
 const renewed: Renewal = { renewed: true }
 
+/** A failure of the key's source, as text: its message when it has one (an `Error`, a `ConfigError`). */
 const messageOf = (error: unknown): string =>
-  typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
+  Predicate.hasProperty(error, "message") && Predicate.isString(error.message)
     ? error.message
-    : String(error)
+    : Predicate.isString(error)
+    ? error
+    : Inspectable.format(error)
 
 /** The credentials of a configuration: its key, renewed from `reloadApiKey` when it has one. */
 export const make = (config: ClientConfig["Type"]): Credentials => {
