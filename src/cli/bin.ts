@@ -1,42 +1,21 @@
 #!/usr/bin/env node
 /**
- * Entry point of the `aifs` binary.
+ * Entry point of the `aifs` binary. `aifs --help` and `aifs COMMAND --help` print their page at once, from
+ * `helpPages.ts` (written from the command line itself); anything else loads the command line (`cli.ts`), which
+ * takes most of a second (Effect and @effect/cli).
  *
  * @since 0.1.0
  */
-import * as CliConfig from "@effect/cli/CliConfig"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as Cause from "effect/Cause"
-import * as Console from "effect/Console"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
-import * as Help from "./help.js"
-import * as Logger from "./logger.js"
-import { run } from "./main.js"
-import { handled } from "./output.js"
-import * as Signals from "./signals.js"
+import { pages } from "./helpPages.js"
 
-Signals.watch()
+const args = process.argv.slice(2)
+const last = args[args.length - 1]
+const page = last === "--help" || last === "-h" ? pages[args.slice(0, -1).join(" ")] : undefined
 
-// `--verbose`, anywhere: debug logs, each with its cause, and errors with every field
-const verbose = process.argv.includes("--verbose")
-const argv = process.argv.filter((arg) => arg !== "--verbose")
-
-handled(Console.consoleWith((base) => Effect.withConsole(run(argv), Help.fitConsole(base, argv))), { verbose }).pipe(
-  Effect.provide(Layer.mergeAll(NodeContext.layer, Logger.layer(verbose), CliConfig.layer({ showBuiltIns: false }))),
-  NodeRuntime.runMain({
-    disableErrorReporting: true,
-    disablePrettyLogger: true,
-    // Ctrl-C or SIGTERM (an interrupted main fiber) exits 130 or 143, as shells expect; otherwise the command's code
-    teardown: (exit, onExit) =>
-      onExit(
-        Exit.isFailure(exit)
-          ? Cause.isInterruptedOnly(exit.cause) ? Signals.exitCode() : 1
-          : typeof process.exitCode === "number"
-          ? process.exitCode
-          : 0
-      )
-  })
-)
+if (page === undefined) {
+  void import("./cli.js")
+} else {
+  // a reader that stops early (`aifs --help | head`) is not an error
+  process.stdout.on("error", () => {})
+  process.stdout.write(page)
+}

@@ -72,7 +72,7 @@ export const clean = (
     out = out.split("\n").filter((line) => !boilerplate.has(line.trim())).join("\n")
       .replace(/^\$ (?!aifs\b)/gm, "$ aifs ")
       // a command's usage and its description, padded to the widest usage: the description under it instead
-      .replace(/^ {2}- (.*?) {3,}(\S.*)$/gm, "  - $1\n      $2")
+      .replace(/^ {2}- (.*?) {2,}(\S.*)$/gm, "  - $1\n      $2")
       .replace(/\n{3,}/g, "\n\n")
     if (context.topLevel && /\bCOMMANDS\b/.test(out)) out = `${out.trimEnd()}\n\n${environment}`
   }
@@ -87,16 +87,21 @@ export const clean = (
 }
 
 /**
- * `base` whose `log` and `error` print `clean`ed text, for the command line `argv` (with `node` and the script).
+ * `base` whose `log` and `error` print `clean`ed text, for the command line `argv` (with `node` and the script); in
+ * colour only on a terminal without `NO_COLOR`, unless `color` says.
  *
  * @since 0.2.0
  * @category layers
  */
-export const fitConsole = (base: Console.Console, argv: ReadonlyArray<string>): Console.Console => {
+export const fitConsole = (
+  base: Console.Console,
+  argv: ReadonlyArray<string>,
+  color: boolean = process.stdout.isTTY === true && process.env.NO_COLOR === undefined
+): Console.Console => {
   const args = argv.slice(2)
   const help = args.includes("--help") || args.includes("-h")
   const context = {
-    color: process.stdout.isTTY === true && process.env.NO_COLOR === undefined,
+    color,
     help,
     topLevel: help && args.filter((arg) => !arg.startsWith("-")).length === 0,
     argv: args

@@ -25,7 +25,7 @@ import { audioCommand } from "./audio.js"
 import { batchCommand } from "./batch.js"
 import { client } from "./environment.js"
 import { filesCommand } from "./files.js"
-import { withDefault } from "./help.js"
+import { fitConsole, withDefault } from "./help.js"
 import { imagesCommand } from "./images.js"
 import { emulatorModule } from "./lazy.js"
 import { limitsCommand } from "./limits.js"
@@ -267,3 +267,37 @@ const unknownFlags = (args: ReadonlyArray<string>): Effect.Effect<void, UsageErr
     )
   )
 }
+
+/**
+ * A help page as `aifs PATH --help` prints it into a pipe: no colour.
+ *
+ * @since 0.3.0
+ * @category help
+ */
+export const renderHelp = (path: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const argv = ["node", "aifs", ...path, "--help"]
+    const printed: Array<string> = []
+    const base = yield* Effect.console
+    const capture: Console.Console = {
+      ...base,
+      log: (...parts) => Effect.sync(() => void printed.push(`${parts.join(" ")}\n`))
+    }
+    yield* Effect.withConsole(run(argv), fitConsole(capture, argv, false))
+    return printed.join("")
+  }).pipe(Effect.provide(CliConfig.layer({ showBuiltIns: false })))
+
+/**
+ * Every help page, by command path (`""` for the top level, `"vs files"`...): the paths the top-level help lists.
+ * `npm run help-pages` writes them to `helpPages.ts`, which `bin.ts` serves without loading the command line.
+ *
+ * @since 0.3.0
+ * @category help
+ */
+export const renderHelpPages = Effect.gen(function*() {
+  const top = yield* renderHelp([])
+  const paths = [...top.matchAll(/^ {2}- ([a-z][a-z-]*(?: [a-z][a-z-]*)*)/gm)].map((match) => match[1]!)
+  const pages: Record<string, string> = { "": top }
+  for (const path of paths) pages[path] = yield* renderHelp(path.split(" "))
+  return pages
+})

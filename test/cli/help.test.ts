@@ -3,10 +3,13 @@
  * defaults, the environment and the exit codes; a flag of the wrong type named; `--json`, a prompt from stdin,
  * `--temperature`.
  */
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
+import { pages } from "../../src/cli/helpPages.js"
+import { renderHelpPages } from "../../src/cli/main.js"
 import { aifs } from "../helpers/cli.js"
 
 const ansi = /\u001b\[/
@@ -52,6 +55,25 @@ describe("aifs --help", { timeout: 60_000 }, () => {
       const batch = yield* aifs(["batch", "--help"])
       assert.include(batch.stdout, "Default: 32.")
       assert.match(batch.stdout, /^\$ aifs batch /m)
+    }))
+})
+
+describe("the help pages bin.ts serves without loading the command line", { timeout: 60_000 }, () => {
+  it.effect("are every page the command line prints, as it prints them (else: npm run help-pages)", () =>
+    Effect.gen(function*() {
+      const rendered = yield* renderHelpPages
+      assert.isAbove(Object.keys(rendered).length, 25)
+      assert.deepStrictEqual(pages, rendered)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.live("are what a help flag prints; any other command line runs the command line", () =>
+    Effect.gen(function*() {
+      assert.strictEqual((yield* aifs(["vs", "files", "--help"])).stdout, pages["vs files"])
+      assert.strictEqual((yield* aifs(["-h"])).stdout, pages[""])
+      // not a page: the command line itself answers (here: the same help)
+      const verbose = yield* aifs(["chat", "--help", "--verbose"])
+      assert.strictEqual(verbose.code, 0, verbose.stderr)
+      assert.strictEqual(verbose.stdout, pages["chat"])
     }))
 })
 

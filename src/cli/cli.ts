@@ -1,0 +1,41 @@
+/**
+ * The `aifs` command line, run when this module loads (`bin.ts` loads it for everything but a help page).
+ *
+ * @since 0.3.0
+ */
+import * as CliConfig from "@effect/cli/CliConfig"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Help from "./help.js"
+import * as Logger from "./logger.js"
+import { run } from "./main.js"
+import { handled } from "./output.js"
+import * as Signals from "./signals.js"
+
+Signals.watch()
+
+// `--verbose`, anywhere: debug logs, each with its cause, and errors with every field
+const verbose = process.argv.includes("--verbose")
+const argv = process.argv.filter((arg) => arg !== "--verbose")
+
+handled(Console.consoleWith((base) => Effect.withConsole(run(argv), Help.fitConsole(base, argv))), { verbose }).pipe(
+  Effect.provide(Layer.mergeAll(NodeContext.layer, Logger.layer(verbose), CliConfig.layer({ showBuiltIns: false }))),
+  NodeRuntime.runMain({
+    disableErrorReporting: true,
+    disablePrettyLogger: true,
+    // Ctrl-C or SIGTERM (an interrupted main fiber) exits 130 or 143, as shells expect; otherwise the command's code
+    teardown: (exit, onExit) =>
+      onExit(
+        Exit.isFailure(exit)
+          ? Cause.isInterruptedOnly(exit.cause) ? Signals.exitCode() : 1
+          : typeof process.exitCode === "number"
+          ? process.exitCode
+          : 0
+      )
+  })
+)
