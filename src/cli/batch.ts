@@ -27,6 +27,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import * as ClientConfig from "../layers/ClientConfig.js"
+import { Admitting } from "../layers/RateLimiter.js"
 import * as Batch from "../services/Batch.js"
 import * as BatchOutput from "./batchOutput.js"
 import { client } from "./environment.js"
@@ -138,6 +139,8 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
       catch: (error) => new UsageError(`cannot write ${output}: ${BatchOutput.messageOf(error)}`)
     })
     const stop = yield* Deferred.make<void>()
+    // the gate the transport was built with, when the caller gave it one: closed at a stop
+    const line = yield* Effect.serviceOption(Admitting)
 
     const requests = lines(input).pipe(
       Stream.interruptWhen(Deferred.await(stop)),
@@ -251,6 +254,8 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
                   `${Duration.format(options.grace ?? Duration.seconds(5))} (Ctrl-C again to quit now)\n`
               )
               yield* Deferred.succeed(stop, undefined)
+              // what waits in the limiter's line is not sent any more: only what was sent finishes in the grace
+              if (Option.isSome(line)) line.value.open = false
               const ended = yield* Fiber.await(worker)
               // a write that failed during the grace is said, as it would be without a stop
               if (Exit.isFailure(ended) && !Cause.isInterruptedOnly(ended.cause)) {
@@ -313,7 +318,7 @@ export const batchCommand = Command.make(
         runBatch(input, output, concurrency, {
           keepFailed,
           resumeCommand: resumeCommand(input, output, concurrency, keepFailed)
-        }).pipe(Effect.provide(client))
+        }).pipe(Effect.provide(client), Effect.provideService(Admitting, { open: true }))
       )
     )
   }

@@ -58,7 +58,7 @@ import {
   type WithResponse
 } from "../services/InferenceHttpClient.js"
 import { ClientConfig } from "./ClientConfig.js"
-import { RateLimiter } from "./RateLimiter.js"
+import { Admitting, RateLimiter } from "./RateLimiter.js"
 import * as RetryPolicy from "./RetryPolicy.js"
 
 /**
@@ -81,7 +81,8 @@ export const make: Effect.Effect<
   )
   const credentials = Credentials.make(config)
   const { redact, renewing } = credentials
-  const admissions = limiter === undefined ? undefined : Admission.make(limiter, credentials.keyId)
+  const line = Option.getOrElse(yield* Effect.serviceOption(Admitting), () => ({ open: true }))
+  const admissions = limiter === undefined ? undefined : Admission.make(limiter, credentials.keyId, line)
   const { admitted, admittedStream } = Operation.make(admissions, serverOf(config.baseUrl))
   const prepare = Wire.preparer(config, credentials)
 

@@ -235,6 +235,30 @@ export interface Permit {
 export class RateLimiter extends Context.Tag("effect-aifs/RateLimiter")<RateLimiter, RateLimiter.Service>() {}
 
 /**
+ * A gate on the limiter's line, for a graceful stop: a transport built where one is provided reads `open` whenever
+ * the limiter grants a request; once it is false, no request leaves the line (a request granted a place keeps it and
+ * waits, and gives it back when it is interrupted), while those already sent finish. Without one, the line is always
+ * open. `aifs batch` closes its gate at the first Ctrl-C or SIGTERM.
+ *
+ * @example
+ * ```ts
+ * import { RateLimiter, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // the gate of this application's transport: provided where the client's layer is built
+ * const line = { open: true }
+ * export const program = Effect.gen(function*() {
+ *   // ... on a stop signal: requests still waiting in the line stay there until they are interrupted
+ *   line.open = false
+ * }).pipe(Effect.provide(Testing.layerEmulator()), Effect.provideService(RateLimiter.Admitting, line))
+ * ```
+ *
+ * @since 0.3.0
+ * @category tags
+ */
+export class Admitting extends Context.Tag("effect-aifs/RateLimiter/Admitting")<Admitting, { open: boolean }>() {}
+
+/**
  * The types of the `RateLimiter` tag.
  *
  * @since 0.1.0

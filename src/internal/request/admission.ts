@@ -49,8 +49,11 @@ const jsonBody = (request: HttpClientRequest.HttpClientRequest): unknown => {
   }
 }
 
-/** The admissions of one key's requests by `limiter` (`keyId`: the key's fingerprint now, renewed or not). */
-export const make = (limiter: RateLimiter.Service, keyId: () => string) => {
+/**
+ * The admissions of one key's requests by `limiter` (`keyId`: the key's fingerprint now, renewed or not) while `line`
+ * is open; once it is closed, no request leaves the line.
+ */
+export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { readonly open: boolean }) => {
   /**
    * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured); `onGranted`
    * sees the permit as the limiter grants it. Use through `guarded`.
@@ -66,10 +69,14 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string) => {
     const model = cost?.model
     if (cost === undefined || model === undefined) return Effect.succeed({ permit: undefined, options, model })
     const ticket = { key: keyId(), model, tokens: cost.tokens }
-    const acquire = Effect.map(limiter.acquire(ticket, onGranted), (permit): Admission => ({ permit, options, model }))
+    // granted after the line closed: the place is kept until the caller is interrupted (`guarded` gives it back)
+    const acquire = Effect.flatMap(
+      limiter.acquire(ticket, onGranted),
+      (permit): Effect.Effect<Admission> => line.open ? Effect.succeed({ permit, options, model }) : Effect.never
+    )
     if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
     return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
-      wait
+      wait && line.open
         // the caller's limits were meant for /v2: the queue waits for capacity, so it gets the queue's
         ? Effect.succeed({
           permit: undefined,
