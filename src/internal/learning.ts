@@ -109,6 +109,19 @@ export const resumed = (
   return { ...start, requests: from(learnt.requests), tokens: from(learnt.tokens), unseenUntil: now + windowMs }
 }
 
+/**
+ * Learning that starts at `now` from a floor (a plan's documented least limits): enforced at once with no probe, and
+ * measured like any estimate (a 429 under it lowers it; calm windows with callers waiting raise it).
+ */
+export const fromFloor = (
+  now: number,
+  floor: { readonly requests: number; readonly tokens: number }
+): Learning => ({
+  ...initial(now),
+  requests: { ...unknown, limit: floor.requests },
+  tokens: { ...unknown, limit: floor.tokens }
+})
+
 /** Whether any limit is known (the probe is over). */
 export const known = (learning: Learning): boolean =>
   learning.requests.limit !== undefined || learning.tokens.limit !== undefined

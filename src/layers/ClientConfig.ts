@@ -50,6 +50,23 @@ export type ApiVersion = "1.0.0" | "1.1.0"
 export type Tier = "basic" | "standard4000"
 
 /**
+ * The current plans. API-FACTS gives their limits only as a range that starts at 300 requests and 300,000 tokens a
+ * minute per model: a plan's limits start there and are learnt upward (or down, at a 429), see `RateLimiter.planFloor`.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Plan = "essential" | "professional" | "agentic"
+
+/**
+ * The current plans' names.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const plans: ReadonlyArray<Plan> = ["essential", "professional", "agentic"]
+
+/**
  * The resolved configuration.
  *
  * @example
@@ -104,8 +121,8 @@ export declare namespace ClientConfig {
     readonly queueUrl: string
     /** Interface version. */
     readonly apiVersion: ApiVersion
-    /** Quota tier of the key, or `auto`: its limits are learnt. */
-    readonly tier: Tier | "auto"
+    /** Quota tier of the key, its plan, or `auto`: its limits are learnt. */
+    readonly tier: Tier | Plan | "auto"
     /** Retries after the first attempt. */
     readonly maxRetries: number
     /** Time limit of one attempt, from sending to the last byte of the body (for streams: the end). */
@@ -146,8 +163,11 @@ export interface Options {
   readonly queueUrl?: string | undefined
   /** Interface version (default `1.1.0`). */
   readonly apiVersion?: ApiVersion | undefined
-  /** Quota tier: `auto` (the default) learns the limits from the server; `basic` or `standard4000` are presets. */
-  readonly tier?: Tier | "auto" | undefined
+  /**
+   * Quota tier: `auto` (the default) learns the limits from the server; `basic` or `standard4000` are presets; a
+   * current plan (`essential`, `professional`, `agentic`) starts from the plans' documented floor and learns from there.
+   */
+  readonly tier?: Tier | Plan | "auto" | undefined
   /** Retries after the first attempt (default 6). */
   readonly maxRetries?: number | undefined
   /** Time limit of one attempt, body or stream included (default 10 minutes: long generations are slow). */
@@ -359,7 +379,9 @@ export const settingsFromEnv: Config.Config<Omit<Options, "apiKey">> = Config.al
   v1Url: Config.option(httpUrl("AIFS_V1_URL")).pipe(Config.map(Option.getOrUndefined)),
   queueUrl: Config.option(httpUrl("AIFS_QUEUE_URL")).pipe(Config.map(Option.getOrUndefined)),
   apiVersion: Config.literal("1.1.0", "1.0.0")("AIFS_API_VERSION").pipe(Config.withDefault("1.1.0" as const)),
-  tier: Config.literal("basic", "standard4000", "auto")("AIFS_TIER").pipe(Config.withDefault("auto" as const)),
+  tier: Config.literal("basic", "standard4000", ...plans, "auto")("AIFS_TIER").pipe(
+    Config.withDefault("auto" as const)
+  ),
   maxRetries: Config.integer("AIFS_MAX_RETRIES").pipe(
     Config.validate({ message: "Expected a number of retries from 0 to 100", validation: (n) => n >= 0 && n <= 100 }),
     Config.withDefault(6)

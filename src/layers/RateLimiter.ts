@@ -44,7 +44,7 @@ import * as SlidingWindowLog from "../internal/slidingWindow.js"
 import { type LimiterUnavailable, RequestTooLarge } from "../schemas/Errors.js"
 import type { ModelList } from "../schemas/Models.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
-import { ClientConfig, type Tier } from "./ClientConfig.js"
+import { ClientConfig, type Plan, plans, type Tier } from "./ClientConfig.js"
 import * as ClientMetrics from "./ClientMetrics.js"
 import { layerMemory, type LearntLimits, LimiterStore, type Usage } from "./LimiterStore.js"
 import * as TokenEstimator from "./TokenEstimator.js"
@@ -66,6 +66,19 @@ export type Quota = SlidingWindowLog.Quota
 export const tiers: Readonly<Record<Tier, Quota>> = SlidingWindowLog.tierQuotas
 
 /**
+ * Where a current plan's limits start: the floor of the range API-FACTS gives for the current plans (300 requests and
+ * 300,000 tokens a minute per model, up to 100,000 requests). Enforced from the first request, then learnt like
+ * `auto`'s: raised carefully while callers wait without a 429, lowered at a 429 (a model with a "Dynamic Shared
+ * Quota" may allow less). When a plan's own figures are published, its preset takes them.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const planFloor: Quota = { rpm: 300, tpm: 300_000 }
+
+const isPlan = (tier: string): tier is Plan => (plans as ReadonlyArray<string>).includes(tier)
+
+/**
  * Settings of the limiter.
  *
  * @since 0.1.0
@@ -74,9 +87,10 @@ export const tiers: Readonly<Record<Tier, Quota>> = SlidingWindowLog.tierQuotas
 export interface Options {
   /**
    * The key's tier: `auto` (the default) when the plan is unknown, each bucket's limits learnt from the headers or
-   * else from the 429s (see the README, "When you don't know your limits"); `basic` or `standard4000` for a preset.
+   * else from the 429s (see the README, "When you don't know your limits"); `basic` or `standard4000` for a preset;
+   * a current plan (`essential`, `professional`, `agentic`) to start from `planFloor` and learn from there.
    */
-  readonly tier?: Tier | "auto" | undefined
+  readonly tier?: Tier | Plan | "auto" | undefined
   /** Per-model limits over the preset, `*` for every model without its own (headers still win when a model sends them). */
   readonly limits?: Readonly<Record<string, Partial<Quota>>> | undefined
   /** Length of the server's window (default 60 s). */
@@ -118,13 +132,14 @@ export type Dimension = "requests" | "tokens"
 export type Confidence = "probing" | "measured" | "confirmed"
 
 /**
- * Where a limit comes from: the tier's preset, the options' per-model `limits`, the server's `x-ratelimit-limit-*`
- * headers, learnt from the server's 429s (`tier: "auto"`), or not known yet (`tier: "auto"`, probing).
+ * Where a limit comes from: the tier's preset, a plan's floor (`planFloor`, until learning moves it), the options'
+ * per-model `limits`, the server's `x-ratelimit-limit-*` headers, learnt from the server's 429s (`tier: "auto"` or a
+ * plan), or not known yet (`tier: "auto"`, probing).
  *
  * @since 0.3.0
  * @category models
  */
-export type LimitSource = "preset" | "configured" | "header" | "learnt" | "unknown"
+export type LimitSource = "preset" | "plan" | "configured" | "header" | "learnt" | "unknown"
 
 /**
  * One limit of a bucket: its value (undefined while unknown), where it comes from and, when learnt, how sure the
@@ -357,6 +372,12 @@ interface LineNode {
 /** The limit of a dimension not known yet: nothing is enforced (the store takes it as a number). */
 const unlimited = Number.MAX_SAFE_INTEGER
 
+/** Whether a limit from `source` is an estimate (learnt, or a plan's floor): measured at a 429, raised when calm. */
+const estimated = (source: LimitSource): boolean => source === "learnt" || source === "plan"
+
+/** Whether a limit from `source` follows what the bucket learns: an estimate, or one not known yet. */
+const followsLearning = (source: LimitSource): boolean => source === "unknown" || estimated(source)
+
 /** While nothing is known of a bucket's limits (`tier: "auto"`): its requests in flight are bounded instead. */
 const probing = (bucket: Bucket): boolean =>
   bucket.learning !== undefined && bucket.requestsSource === "unknown" && bucket.tokensSource === "unknown"
@@ -385,8 +406,10 @@ export const make = (
     const windowMs = Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1)))
     const baseMarginMs = Duration.toMillis(Duration.decode(options.margin ?? Duration.millis(200)))
     const tier = options.tier ?? "auto"
-    const auto = tier === "auto"
-    const preset = tier === "auto" ? undefined : tiers[tier]
+    const plan = isPlan(tier)
+    // a plan's limits are learnt too, from its floor
+    const auto = tier === "auto" || plan
+    const preset = tier === "auto" || plan ? undefined : tiers[tier]
     // Stryker disable next-line StringLiteral: every mode but "actual" keeps the reservation, so the default's name is never compared
     const reconcileMode = options.reconcile ?? "keep"
     const maxOutput = new Map<string, number>(Object.entries(options.maxOutputTokens ?? {}))
@@ -405,14 +428,14 @@ export const make = (
           ? undefined
           : { ...options.limits["*"], ...options.limits[model] }
         const sourceOf = (configured: number | undefined): LimitSource =>
-          configured !== undefined ? "configured" : preset === undefined ? "unknown" : "preset"
+          configured !== undefined ? "configured" : preset !== undefined ? "preset" : plan ? "plan" : "unknown"
         const learns = auto && (override?.rpm === undefined || override.tpm === undefined)
         bucket = {
           id,
           key,
           model,
-          requests: override?.rpm ?? preset?.rpm ?? unlimited,
-          tokens: override?.tpm ?? preset?.tpm ?? unlimited,
+          requests: override?.rpm ?? preset?.rpm ?? (plan ? planFloor.rpm : unlimited),
+          tokens: override?.tpm ?? preset?.tpm ?? (plan ? planFloor.tpm : unlimited),
           requestsSource: sourceOf(override?.rpm),
           tokensSource: sourceOf(override?.tpm),
           // a limit configured for each dimension leaves nothing to learn
@@ -545,12 +568,12 @@ export const make = (
      */
     const limitsOf = (bucket: Bucket, tokens: number) => ({
       requests: bucket.requests,
-      tokens: bucket.tokensSource === "learnt" ? Math.max(bucket.tokens, tokens) : bucket.tokens,
+      tokens: estimated(bucket.tokensSource) ? Math.max(bucket.tokens, tokens) : bucket.tokens,
       windowMs: windowOf(bucket)
     })
 
     /** Whether a request of `tokens` can never fit a known token limit. */
-    const neverFits = (bucket: Bucket, tokens: number) => bucket.tokensSource !== "learnt" && tokens > bucket.tokens
+    const neverFits = (bucket: Bucket, tokens: number) => !estimated(bucket.tokensSource) && tokens > bucket.tokens
 
     const tooLarge = (bucket: Bucket, tokens: number) =>
       new RequestTooLarge({
@@ -580,13 +603,16 @@ export const make = (
     const applyLearnt = (bucket: Bucket): boolean => {
       const learning = bucket.learning!
       const before = { requests: bucket.requests, tokens: bucket.tokens }
-      if (bucket.requestsSource === "unknown" || bucket.requestsSource === "learnt") {
+      // a plan's floor stays the plan's until learning moves it
+      const sourceAfter = (source: LimitSource, limit: number | undefined, floor: number): LimitSource =>
+        limit === undefined ? "unknown" : source === "plan" && limit === floor ? "plan" : "learnt"
+      if (followsLearning(bucket.requestsSource)) {
         bucket.requests = learning.requests.limit ?? unlimited
-        bucket.requestsSource = learning.requests.limit === undefined ? "unknown" : "learnt"
+        bucket.requestsSource = sourceAfter(bucket.requestsSource, learning.requests.limit, planFloor.rpm)
       }
-      if (bucket.tokensSource === "unknown" || bucket.tokensSource === "learnt") {
+      if (followsLearning(bucket.tokensSource)) {
         bucket.tokens = learning.tokens.limit ?? unlimited
-        bucket.tokensSource = learning.tokens.limit === undefined ? "unknown" : "learnt"
+        bucket.tokensSource = sourceAfter(bucket.tokensSource, learning.tokens.limit, planFloor.tpm)
       }
       return bucket.requests !== before.requests || bucket.tokens !== before.tokens
     }
@@ -631,7 +657,15 @@ export const make = (
           Effect.clockWith((clock) => {
             const now = clock.unsafeCurrentTimeMillis()
             // the probe's windows count from the first request
-            bucket.learning = learnt === undefined ? Learning.initial(now) : Learning.resumed(now, learnt, windowMs)
+            bucket.learning = learnt !== undefined
+              ? Learning.resumed(
+                now,
+                plan ? { requests: learnt.requests ?? planFloor.rpm, tokens: learnt.tokens ?? planFloor.tpm } : learnt,
+                windowMs
+              )
+              : plan
+              ? Learning.fromFloor(now, { requests: planFloor.rpm, tokens: planFloor.tpm })
+              : Learning.initial(now)
             applyLearnt(bucket)
             return publish(bucket)
           }))
@@ -679,7 +713,7 @@ export const make = (
 
     /** Whether the limiter paces a bucket's retries itself: it learnt one of its limits. */
     const paces = (bucket: Bucket) =>
-      bucket.learning !== undefined && (bucket.requestsSource === "learnt" || bucket.tokensSource === "learnt")
+      bucket.learning !== undefined && (estimated(bucket.requestsSource) || estimated(bucket.tokensSource))
 
     const permit = (bucket: Bucket, id: number, tokens: number): Permit => {
       const seq = ++bucket.admissions
@@ -774,7 +808,7 @@ export const make = (
         if (binding === undefined) return Effect.succeed(false)
         bucket.binding = binding
         const source = binding === "requests" ? bucket.requestsSource : bucket.tokensSource
-        if (bucket.learning === undefined || source !== "learnt") return Effect.succeed(false)
+        if (bucket.learning === undefined || !estimated(source)) return Effect.succeed(false)
         const next = Learning.calm(bucket.learning, binding, now, windowMs)
         return next === bucket.learning ? Effect.succeed(false) : Effect.as(relearn(bucket, next), true)
       })

@@ -29,14 +29,14 @@ const redisUrl = inject("redisUrl")
 const windowMs = 6_000
 const llama = "Llama-3.3-70B-Instruct"
 
-/** The emulator with one key whose limits match no preset, and a client told nothing of them. */
-const emulatorWithKey = (rpm: number, tpm = 10_000_000) =>
+/** The emulator with one key whose limits match no preset, and a client told nothing of them (or only its plan). */
+const emulatorWithKey = (rpm: number, tpm = 10_000_000, tier: "auto" | ClientConfig.Plan = "auto") =>
   Testing.layerEmulator({
     tier: "custom",
     tiers: { custom: { rpm, tpm } },
     keys: [{ key: Emulator.developmentKey("custom"), tier: "custom" }],
     window: `${windowMs} millis`,
-    client: { tier: "auto" },
+    client: { tier },
     rateLimiter: { margin: 0 }
   })
 
@@ -121,6 +121,35 @@ describe("tier auto: limits learnt from the server", () => {
       // 60 requests at 9 a window: 6 windows and a bit, nothing lost to the learning
       assert.isAtMost((yield* Clock.currentTimeMillis) - start, 7 * windowMs)
     }).pipe(Effect.provide(emulatorWithKey(9))))
+})
+
+describe("a plan tier: from the plans' floor (300 requests a window), then learnt", () => {
+  it.effect("a key above the floor: no 429 at all, 300 a window at first, raised past the floor later", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      const start = yield* Clock.currentTimeMillis
+      const refusals = yield* drive(1_500, 32)
+      assert.deepStrictEqual(refusals, [])
+      const bucket = yield* bucketOf(llama)
+      assert.isAbove(bucket?.requests.value ?? 0, 300)
+      assert.strictEqual(bucket?.requests.source, "learnt")
+      // 1,500 requests at 300 a window until the raises (the first after 3 windows): less than 5 windows
+      assert.isBelow((yield* Clock.currentTimeMillis) - start, 5 * windowMs)
+      assert.strictEqual((yield* emulator.stats).rateLimited, 0)
+    }).pipe(Effect.provide(emulatorWithKey(600, 10_000_000, "professional"))))
+
+  it.effect("a key below the floor (a dynamic quota): its 429s at the first wall only, then its limit is learnt", () =>
+    Effect.gen(function*() {
+      const start = yield* Clock.currentTimeMillis
+      const refusals = yield* drive(300, 16)
+      const bucket = yield* bucketOf(llama)
+      const learnt = bucket?.requests.value ?? 0
+      assert.isTrue(learnt >= 98 && learnt <= 100, `learnt ${learnt}`)
+      assert.strictEqual(bucket?.requests.source, "learnt")
+      // the wall: the requests in flight when the first 429 came
+      assert.isAtMost(refusals.filter((t) => t - start < windowMs).length, 16)
+      assert.isAtMost(refusals.filter((t) => t - start >= windowMs).length, 1)
+    }).pipe(Effect.provide(emulatorWithKey(100, 10_000_000, "essential"))))
 })
 
 describe("tier auto: limits that change, models apart, headers", () => {

@@ -145,6 +145,16 @@ describe("learning a bucket's limits", () => {
     assert.strictEqual(Learning.calm(onlyRequests, "tokens", 10 * W, W), onlyRequests)
   })
 
+  it("starts from a floor: known at once, no probe, and a 429 measures from the start", () => {
+    const learning = Learning.fromFloor(5, { requests: 300, tokens: 300_000 })
+    assert.isTrue(Learning.known(learning))
+    assert.strictEqual(learning.requests.limit, 300)
+    assert.strictEqual(learning.tokens.limit, 300_000)
+    assert.strictEqual(learning.requests.atLeast, 0)
+    assert.strictEqual(learning.since, 5)
+    assert.strictEqual(learning.unseenUntil, 0)
+  })
+
   it("resumes from limits learnt before: known at once, no probe", () => {
     const learning = Learning.resumed(5, { requests: 45 }, W)
     assert.isTrue(Learning.known(learning))

@@ -241,6 +241,71 @@ describe("RateLimiter with tier auto", () => {
     }))
 })
 
+describe("RateLimiter with a plan tier (from the plans' floor)", () => {
+  it.effect("300 requests and 300,000 tokens enforced from the first request, no probe; a floor is not kept as learnt", () =>
+    Effect.gen(function*() {
+      const { limiter, store } = yield* learner({ tier: "professional" })
+      yield* succeed(limiter, 300)
+      const next = yield* Effect.fork(limiter.acquire(ticket()))
+      assert.isTrue(yield* stillWaiting(next))
+      const bucket = yield* bucketOf(limiter)
+      assert.deepStrictEqual(bucket.requests, { value: 300, source: "plan" })
+      assert.deepStrictEqual(bucket.tokens, { value: 300_000, source: "plan" })
+      assert.isUndefined(bucket.probe)
+      assert.isUndefined(yield* store.learnt("key#1\u0000m"))
+      yield* TestClock.adjust(W)
+      yield* Fiber.join(next)
+    }))
+
+  it.effect("a 429 under the floor (a dynamic quota) measures the window, as auto does", () =>
+    Effect.gen(function*() {
+      const { limiter, store } = yield* learner({ tier: "essential" })
+      yield* succeed(limiter, 100)
+      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
+      assert.deepStrictEqual((yield* bucketOf(limiter)).requests, {
+        value: 100,
+        source: "learnt",
+        confidence: "measured"
+      })
+      assert.strictEqual((yield* store.learnt("key#1\u0000m"))?.requests, 100)
+    }))
+
+  it.effect("3 calm windows with callers waiting at the floor raise it; the other limit stays the plan's", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ tier: "agentic" })
+      yield* succeed(limiter, 300)
+      for (let window = 0; window < 3; window++) {
+        yield* TestClock.adjust(W)
+        yield* succeed(limiter, 300)
+      }
+      assert.deepStrictEqual((yield* bucketOf(limiter)).requests, { value: 300, source: "plan" })
+      yield* succeed(limiter, 1)
+      const bucket = yield* bucketOf(limiter)
+      assert.deepStrictEqual(bucket.requests, { value: 306, source: "learnt", confidence: "measured" })
+      assert.deepStrictEqual(bucket.tokens, { value: 300_000, source: "plan" })
+    }))
+
+  it.effect("a limit configured for one dimension is kept; the other starts from the floor", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ tier: "professional", limits: { m: { rpm: 50 } } })
+      yield* succeed(limiter, 1)
+      const bucket = yield* bucketOf(limiter)
+      assert.deepStrictEqual(bucket.requests, { value: 50, source: "configured" })
+      assert.deepStrictEqual(bucket.tokens, { value: 300_000, source: "plan" })
+    }))
+
+  it.effect("limits kept from before win over the floor", () =>
+    Effect.gen(function*() {
+      const store = LimiterStore.makeMemory()
+      yield* store.keepLearnt("key#1\u0000m", { requests: 120 })
+      const { limiter } = yield* learner({ tier: "professional" }, store)
+      yield* succeed(limiter, 1)
+      const bucket = yield* bucketOf(limiter)
+      assert.deepStrictEqual(bucket.requests, { value: 120, source: "learnt", confidence: "measured" })
+      assert.deepStrictEqual(bucket.tokens, { value: 300_000, source: "plan" })
+    }))
+})
+
 describe("LimiterStore.layerMemoryCached", () => {
   /** A cached store on `directory`. */
   const cachedStore = (directory: string) =>
