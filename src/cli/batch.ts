@@ -262,7 +262,7 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
                 yield* Console.error(`aifs: error: ${describe(Cause.squash(ended.cause))}`)
               }
               yield* summary
-              const left = cut > 0 ? `${cut} requests cut in flight; ` : ""
+              const left = cut > 0 ? `${cut} requests cut (sent, or waiting for the quota); ` : ""
               yield* Console.error(
                 `aifs batch: stopped; ${left}the rest is left for a rerun: ${
                   options.resumeCommand ?? `aifs batch ${shellQuote(input)} --out ${shellQuote(output)}`

@@ -10,10 +10,14 @@ import { pages } from "./helpPages.js"
 
 const args = process.argv.slice(2)
 const last = args[args.length - 1]
-const page = last === "--help" || last === "-h" ? pages[args.slice(0, -1).join(" ")] : undefined
+const path = args.slice(0, -1).join(" ")
+const page = (last === "--help" || last === "-h") && Object.hasOwn(pages, path) ? pages[path] : undefined
 
 if (page === undefined) {
-  void import("./cli.js")
+  import("./cli.js").catch((error: unknown) => {
+    process.stderr.write(`aifs: error: cannot load the command line: ${String(error)}\n`)
+    process.exitCode = 1
+  })
 } else {
   // a reader that stops early (`aifs --help | head`) is not an error
   process.stdout.on("error", () => {})

@@ -167,7 +167,7 @@ export class EmulatorState {
     if (this.keys.has(successor)) throw new Error("emulator: the new key is already accepted")
     const next = { ...spec, key: successor }
     this.keys = new Map([...this.keys].map(([k, v]) => k === key ? [successor, next] : [k, v]))
-    this.store.move(key, successor)
+    this.store.share(key, successor)
     return next
   }
 

@@ -124,12 +124,12 @@ export class Store {
     return store
   }
 
-  /** Hands a key's records to its successor (a rotated key: the account keeps its files, jobs and stores). */
-  move(from: string, to: string): void {
-    const store = this.keys.get(from)
-    if (store === undefined) return
-    this.keys.delete(from)
-    this.keys.set(to, store)
+  /**
+   * Gives a key's records to its successor too (a rotated key: the account keeps its files, jobs and stores). The
+   * revoked key keeps them as well, for the requests it authenticated before the rotation (no later one can).
+   */
+  share(from: string, to: string): void {
+    this.keys.set(to, this.of(from))
   }
 }
 

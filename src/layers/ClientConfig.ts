@@ -282,7 +282,8 @@ export const layer = <E = never, R = never>(options: OptionsWithKeySource<E, R>)
     Effect.gen(function*() {
       const context = yield* Effect.context<R>()
       const read = Effect.map(Effect.provide(apiKey, context), redacted)
-      return { ...make({ ...options, apiKey: yield* read }), reloadApiKey: read }
+      // behind a suspension: a configuration printed shows no part of the source (`Effect.succeed("gen-...")`)
+      return { ...make({ ...options, apiKey: yield* read }), reloadApiKey: Effect.suspend(() => read) }
     })
   )
 }

@@ -88,8 +88,9 @@ export const make: Effect.Effect<
 
   const attempt = Attempt.make({
     admissions,
-    learn: (model, info, status) =>
-      limiter === undefined ? Effect.void : limiter.learn(credentials.keyId(), model, info, status),
+    // under the key the request was admitted with: a renewal meanwhile does not move what it teaches
+    learn: (key, model, info, status) =>
+      limiter === undefined ? Effect.void : limiter.learn(key ?? credentials.keyId(), model, info, status),
     prepare,
     send: Wire.sender(client, config, redact)
   })
@@ -104,7 +105,8 @@ export const make: Effect.Effect<
     admitted(
       request,
       options,
-      (first) => renewing(retrying(policy, request, attempt(request, options, accept, read, first), options))
+      (first) =>
+        renewing(retrying(policy, request, attempt(request, options, accept, read, first), options), options.retry)
     )
 
   const json = <A, I>(
@@ -152,7 +154,7 @@ export const make: Effect.Effect<
     const idle = options.idleTimeout === undefined ? config.streamIdleTimeout : Duration.decode(options.idleTimeout)
     const opened = attempt(request, options, "text/event-stream", expectEventStream(redact), first)
     return Effect.map(
-      renewing(retrying(policy, request, opened, options)),
+      renewing(retrying(policy, request, opened, options), options.retry),
       (sent) => ({ sent, events: eventsOf(sent, idle) })
     )
   }

@@ -191,8 +191,8 @@ const clientConfigFromEnv: Layer.Layer<ClientConfig.ClientConfig, ConfigError.Co
   Effect.gen(function*() {
     const file = Option.filter(yield* Config.option(Config.string("AIFS_API_KEY_FILE")), (path) => path.trim() !== "")
     if (Option.isNone(file)) return ClientConfig.layerFromEnv
-    const key = yield* Config.option(Config.string("AIFS_API_KEY"))
-    if (Option.isSome(key) && key.value.trim() !== "") {
+    const key = yield* Config.option(Config.redacted("AIFS_API_KEY"))
+    if (Option.isSome(key) && Redacted.value(key.value).trim() !== "") {
       return yield* Effect.fail(
         ConfigError.InvalidData(["AIFS_API_KEY_FILE"], "AIFS_API_KEY and AIFS_API_KEY_FILE are both set: set one")
       )

@@ -241,7 +241,9 @@ const OtherOutputItem = Schema.transform(
     strict: false,
     decode: (item) =>
       Object.fromEntries(
-        Object.entries(item).filter(([name, value]) => name === "type" || fitsField[name]?.({ [name]: value }) === true)
+        Object.entries(item).filter(([name, value]) =>
+          name === "type" || (Object.hasOwn(fitsField, name) && fitsField[name]!({ [name]: value }))
+        )
       ),
     encode: (item) => item
   }

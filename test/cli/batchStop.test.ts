@@ -68,7 +68,7 @@ describe("aifs batch, stopped while its requests wait in the limiter's line", { 
       assert.strictEqual(yield* exit, 130, stderr)
       assert.strictEqual((yield* emulator.stats).received, 4, stderr)
       assert.deepStrictEqual(outputIds(output).sort(), ["s0", "s1", "s2", "s3"])
-      assert.include(stderr, "4 requests cut in flight")
+      assert.include(stderr, "4 requests cut (sent, or waiting for the quota)")
 
       const rerun = yield* aifs(["batch", input, "--out", output, "--concurrency", "4"], env)
       assert.strictEqual(rerun.code, 0, rerun.stderr)

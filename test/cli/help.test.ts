@@ -74,6 +74,11 @@ describe("the help pages bin.ts serves without loading the command line", { time
       const verbose = yield* aifs(["chat", "--help", "--verbose"])
       assert.strictEqual(verbose.code, 0, verbose.stderr)
       assert.strictEqual(verbose.stdout, pages["chat"])
+      // a word that names a member of every object is no page either
+      const odd = yield* aifs(["constructor", "--help"])
+      assert.notInclude(odd.stderr, "    at ")
+      assert.strictEqual(odd.code, 0, odd.stderr)
+      assert.include(odd.stdout, "COMMANDS")
     }))
 })
 

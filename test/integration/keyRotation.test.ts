@@ -17,6 +17,7 @@ import * as Emulator from "../../src/emulator/Emulator.js"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as Node from "../../src/layers/Node.js"
 import * as Chat from "../../src/services/Chat.js"
+import * as Files from "../../src/services/Files.js"
 import * as Models from "../../src/services/Models.js"
 import { ask, count } from "../helpers/emulator.js"
 import { tempDir } from "../helpers/tempDir.js"
@@ -63,6 +64,18 @@ describe("key rotation", () => {
       const refused = yield* withKey(first)
       assert.isTrue(Exit.isFailure(refused) && JSON.stringify(refused.cause).includes("Unauthorized"))
       assert.isTrue(Exit.isSuccess(yield* withKey(rotated)))
+    }).pipe(Effect.provide(Emulator.layer())))
+
+  it.effect("the account's files go with the key: uploaded before the rotation, found with the new key", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      const key = yield* Ref.make(emulator.keyFor("standard4000")!)
+      yield* Effect.gen(function*() {
+        const files = yield* Files.Files
+        const uploaded = yield* files.upload({ file: Files.fromBytes("{}\n", "train.jsonl"), purpose: "fine-tune" })
+        yield* Ref.set(key, yield* emulator.rotateKey(yield* Ref.get(key)))
+        assert.strictEqual((yield* files.retrieve(uploaded.id)).id, uploaded.id)
+      }).pipe(Effect.provide(Node.layer({ apiKey: Ref.get(key), baseUrl: emulator.baseUrl })))
     }).pipe(Effect.provide(Emulator.layer())))
 
   it.effect("a key from an effect: read again on the 401, JSON and streams go on with the new key, once", () =>

@@ -64,7 +64,7 @@ describe("the gate on the limiter's line", () => {
       }).pipe(Effect.provide(stack(sent, { open: true })))
     }))
 
-  it.effect("closed: the waiting request is not sent when the window frees, and its place comes back when cut", () =>
+  it.effect("closed: the waiting request is not sent when the window frees, and gives back the place it is granted", () =>
     Effect.gen(function*() {
       const sent: Array<string> = []
       const line = { open: true }
@@ -78,8 +78,8 @@ describe("the gate on the limiter's line", () => {
         for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
         assert.strictEqual(sent.length, 1)
         assert.isNull(second.unsafePoll())
-        // granted a place when the window freed: it holds it until it is cut, then gives it back
-        assert.strictEqual(yield* usedRequests, 1)
+        // granted a place when the window freed, it gave it back at once (another process may use it)
+        assert.strictEqual(yield* usedRequests, 0)
         yield* Fiber.interrupt(second)
         assert.strictEqual(yield* usedRequests, 0)
         assert.strictEqual(sent.length, 1)

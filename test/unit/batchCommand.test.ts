@@ -584,7 +584,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.deepStrictEqual(outputIds(paths.output), ["r0"])
       assert.strictEqual(
         t.written.at(-1),
-        `aifs batch: stopped; 2 requests cut in flight; the rest is left for a rerun: aifs batch ${paths.input} --out ${paths.output}\n`
+        `aifs batch: stopped; 2 requests cut (sent, or waiting for the quota); the rest is left for a rerun: aifs batch ${paths.input} --out ${paths.output}\n`
       )
     }))
 

@@ -122,6 +122,30 @@ describe("Credentials", () => {
       }
     }))
 
+  it.effect("a source that throws: said as one that fails", () =>
+    Effect.gen(function*() {
+      const { credentials } = yield* withSource(Effect.sync((): string => {
+        throw new Error("disk gone")
+      }))
+      const error = yield* Effect.flip(credentials.renewing(request(credentials, yield* Ref.make(0))))
+      assert.strictEqual(error.message, "Incorrect API key provided (the key could not be read again: disk gone)")
+    }))
+
+  it.effect("a request sent once (a streamed upload): the key is renewed for the next ones, the request not repeated", () =>
+    Effect.gen(function*() {
+      const { credentials, reads } = yield* withSource(Effect.succeed(newKey))
+      const sends = yield* Ref.make(0)
+      const error = yield* Effect.flip(credentials.renewing(request(credentials, sends), false))
+      assert.strictEqual(
+        error.message,
+        "Incorrect API key provided (the key was renewed from its source; this request is sent once, so not again)"
+      )
+      assert.strictEqual(yield* Ref.get(sends), 1)
+      assert.strictEqual(yield* reads, 1)
+      assert.strictEqual(credentials.authorization(), `Bearer ${newKey}`)
+      assert.strictEqual(yield* credentials.renewing(request(credentials, sends), false), "answer")
+    }))
+
   it.effect("a renewed key refused too: the second 401 ends the request, with no second read", () =>
     Effect.gen(function*() {
       const { credentials, reads } = yield* withSource(Effect.succeed(newKey))

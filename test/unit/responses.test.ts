@@ -47,6 +47,12 @@ describe("Responses schemas", () => {
     const searched = { type: "tool_search_call", id: "ts_1", status: "completed", arguments: { query: "x" }, extra: 1 }
     const decoded = Schema.decodeUnknownSync(Response)({ ...response, output: [searched] })
     assert.deepStrictEqual({ ...decoded.output[0] }, { type: "tool_search_call", id: "ts_1", status: "completed" })
+    // keys that name Object.prototype's members are fields like any other
+    const odd = JSON.parse(`{"type":"x_call","id":"x_1","__proto__":{"a":1},"constructor":2,"toString":"s"}`)
+    assert.deepStrictEqual({ ...Schema.decodeUnknownSync(Response)({ ...response, output: [odd] }).output[0] }, {
+      type: "x_call",
+      id: "x_1"
+    })
     const malformed = { type: "function_call", id: "fc_1", call_id: "c", name: "f", arguments: { city: "Bonn" } }
     assert.throws(() => Schema.decodeUnknownSync(Response)({ ...response, output: [malformed] }))
   })

@@ -16,6 +16,8 @@ export interface Admission {
   readonly permit: Permit | undefined
   readonly options: RequestOptions
   readonly model: string | undefined
+  /** The key's fingerprint when it was admitted: what its answer teaches goes to that key's bucket. */
+  readonly key?: string | undefined
 }
 
 /** The admission of a request's first attempt, until the attempt takes it. */
@@ -69,10 +71,14 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
     const model = cost?.model
     if (cost === undefined || model === undefined) return Effect.succeed({ permit: undefined, options, model })
     const ticket = { key: keyId(), model, tokens: cost.tokens }
-    // granted after the line closed: the place is kept until the caller is interrupted (`guarded` gives it back)
+    // granted after the line closed: the place goes back at once (another process may use it), and the caller
+    // waits until it is interrupted (`guarded`'s second cancel of the permit finds nothing to remove)
     const acquire = Effect.flatMap(
       limiter.acquire(ticket, onGranted),
-      (permit): Effect.Effect<Admission> => line.open ? Effect.succeed({ permit, options, model }) : Effect.never
+      (permit): Effect.Effect<Admission> =>
+        line.open
+          ? Effect.succeed({ permit, options, model, key: ticket.key })
+          : Effect.zipRight(permit.cancel, Effect.never)
     )
     if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
     return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
@@ -81,7 +87,8 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
         ? Effect.succeed({
           permit: undefined,
           options: { ...options, base: "queue", timeout: undefined, firstByteTimeout: undefined },
-          model
+          model,
+          key: ticket.key
         })
         : acquire)
   }

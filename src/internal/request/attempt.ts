@@ -39,7 +39,7 @@ export interface Deps {
   /** The limiter's admissions, when a limiter is on. */
   readonly admissions: Admissions | undefined
   /** Tells the limiter what a response said of a model's limits. */
-  readonly learn: (model: string, info: RateLimitInfo, status: number) => Effect.Effect<void>
+  readonly learn: (key: string | undefined, model: string, info: RateLimitInfo, status: number) => Effect.Effect<void>
   /** The request as sent (base, key, accept): its endpoint as errors name it, its time limits. */
   readonly prepare: (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, accept: string) => {
     readonly prepared: HttpClientRequest.HttpClientRequest
@@ -164,9 +164,9 @@ export const make = (deps: Deps) => {
  * an answer with a 2xx status, and returns the error to fail with (a 429 the limiter paces comes back as
  * `pacedByLimiter`); `unsettled` settles a permit the exchange never reached (interrupted, timed out).
  */
-const outcomeOf = ({ model, permit }: Admission, learn: Deps["learn"]): Outcome => {
+const outcomeOf = ({ key, model, permit }: Admission, learn: Deps["learn"]): Outcome => {
   const learnt = (info: RateLimitInfo | undefined, status: number | undefined) =>
-    model === undefined || info === undefined ? Effect.void : learn(model, info, status ?? 0)
+    model === undefined || info === undefined ? Effect.void : learn(key, model, info, status ?? 0)
   /** The permit's settlement, and the error to fail with. */
   const settlement = (permit: Permit, error: ApiError | undefined): Effect.Effect<ApiError | undefined> => {
     if (error === undefined) return Effect.as(permit.succeeded, undefined)

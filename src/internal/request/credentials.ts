@@ -5,6 +5,7 @@
  * meets a 401 after another one renewed the key only tries again.
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Inspectable from "effect/Inspectable"
 import * as Predicate from "effect/Predicate"
@@ -25,9 +26,10 @@ export interface Credentials {
   readonly generation: () => number
   /**
    * `effect`, tried once more after a 401 when the key was renewed meanwhile or can be now; otherwise its
-   * `Unauthorized`, saying what the key's source gave. Without a source: `effect` itself.
+   * `Unauthorized`, saying what the key's source gave. A request that is sent once (`repeat` false: a streamed
+   * upload) renews the key for the next ones but is not repeated. Without a source: `effect` itself.
    */
-  readonly renewing: <A>(effect: Effect.Effect<A, ApiError>) => Effect.Effect<A, ApiError>
+  readonly renewing: <A>(effect: Effect.Effect<A, ApiError>, repeat?: boolean) => Effect.Effect<A, ApiError>
 }
 
 /** What asking the source gave: a new key, or why not. */
@@ -74,9 +76,13 @@ export const make = (config: ClientConfig["Type"]): Credentials => {
   const renew = (seen: number): Effect.Effect<Renewal> =>
     lock.withPermits(1)(Effect.suspend(() => {
       if (generation !== seen) return Effect.succeed(renewed)
-      return Effect.matchEffect(source, {
-        onFailure: (error) =>
-          Effect.succeed<Renewal>({ renewed: false, why: `the key could not be read again: ${messageOf(error)}` }),
+      // a source that throws (a defect) says why as one that fails does
+      return Effect.matchCauseEffect(source, {
+        onFailure: (cause) =>
+          Effect.succeed<Renewal>({
+            renewed: false,
+            why: `the key could not be read again: ${messageOf(Cause.squash(cause))}`
+          }),
         onSuccess: (next) => {
           if (Redacted.value(next) === Redacted.value(key)) {
             return Effect.succeed<Renewal>({ renewed: false, why: "the key was read again and has not changed" })
@@ -87,17 +93,21 @@ export const make = (config: ClientConfig["Type"]): Credentials => {
       })
     }))
 
-  const renewing = <A>(effect: Effect.Effect<A, ApiError>): Effect.Effect<A, ApiError> =>
+  const renewing = <A>(effect: Effect.Effect<A, ApiError>, repeat = true): Effect.Effect<A, ApiError> =>
     Effect.suspend(() => {
       const seen = generation
+      const refusedWith = (refused: Unauthorized, why: string) =>
+        Effect.fail(new Unauthorized({ ...refused, message: `${refused.message} (${redact(why)})` }))
       return Effect.catchIf(
         effect,
         (error): error is Unauthorized => error._tag === "Unauthorized",
         (refused) =>
           Effect.flatMap(renew(seen), (renewal) =>
-            renewal.renewed
+            !renewal.renewed
+              ? refusedWith(refused, renewal.why)
+              : repeat
               ? effect
-              : Effect.fail(new Unauthorized({ ...refused, message: `${refused.message} (${redact(renewal.why)})` })))
+              : refusedWith(refused, "the key was renewed from its source; this request is sent once, so not again"))
       )
     })
   return { ...credentials, renewing }
