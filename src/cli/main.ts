@@ -26,6 +26,7 @@ import { batchCommand } from "./batch.js"
 import { client } from "./environment.js"
 import { filesCommand } from "./files.js"
 import { fitConsole, withDefault } from "./help.js"
+import { pages } from "./helpPages.js"
 import { imagesCommand } from "./images.js"
 import { emulatorModule } from "./lazy.js"
 import { limitsCommand } from "./limits.js"
@@ -243,28 +244,24 @@ const aifs = Command.make("aifs").pipe(
 export const run = (argv: ReadonlyArray<string>) =>
   Effect.zipRight(unknownFlags(argv.slice(2)), Command.run(aifs, { name: "aifs", version: "0.1.0" })(argv))
 
-/** Every flag of every command, as the help lists them, and the built-in ones. */
-const knownFlags = new Set([
-  ...HelpDoc.toAnsiText(Command.getHelp(aifs, CliConfig.defaultConfig)).match(/--[a-z][a-z0-9-]*/g) ?? [],
-  "--help",
-  "--version",
-  "--wizard",
-  "--completions",
-  "--log-level"
-])
+/** The flags every command takes: the built-in ones. */
+const builtIns = ["--help", "--version", "--wizard", "--completions", "--log-level"]
 
 /**
- * A flag no command has (a typo) is a usage error naming it, instead of a value taken for the next argument (the
- * prompt, say) and an "unknown argument" about another one.
+ * A flag the command does not take (a typo, or another command's flag) is a usage error naming it, instead of a value
+ * taken for the next argument (the prompt, say) and an "unknown argument" about another one. A command's flags are
+ * those its help page lists (`helpPages.ts`, written from the commands themselves).
  */
 const unknownFlags = (args: ReadonlyArray<string>): Effect.Effect<void, UsageError> => {
+  const words = args.filter((arg) => !arg.startsWith("-"))
+  // the longest command path the arguments start with that has a page: `vs files`, `chat`, or the top level
+  const path = [2, 1, 0].map((n) => words.slice(0, n).join(" ")).find((p) => Object.hasOwn(pages, p)) ?? ""
+  const known = new Set([...(pages[path]!.match(/--[a-z][a-z0-9-]*/g) ?? []), ...builtIns])
   const unknown = args.map((arg) => /^--[a-z][a-z0-9-]*/.exec(arg)?.[0]).find((flag) =>
-    flag !== undefined && !knownFlags.has(flag)
+    flag !== undefined && !known.has(flag)
   )
   return unknown === undefined ? Effect.void : Effect.fail(
-    new UsageError(
-      `unknown flag ${unknown} (aifs ${args.find((arg) => !arg.startsWith("-")) ?? ""} --help lists the flags)`
-    )
+    new UsageError(`unknown flag ${unknown} (aifs ${path === "" ? "" : `${path} `}--help lists the flags)`)
   )
 }
 

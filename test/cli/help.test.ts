@@ -104,6 +104,15 @@ describe("aifs flags", { timeout: 60_000 }, () => {
       assert.strictEqual(run.stderr.trim(), "aifs: error: unknown flag --bogus (aifs chat --help lists the flags)")
       const known = yield* aifs(["embed", "--model=text-embedding-bge-m3", "a"])
       assert.strictEqual(known.code, 0, known.stderr)
+      // another command's flag is this command's unknown flag, subcommands included
+      const other = yield* aifs(["chat", "--out", "x.jsonl", "hi"])
+      assert.strictEqual(other.code, 2, other.stderr)
+      assert.strictEqual(other.stderr.trim(), "aifs: error: unknown flag --out (aifs chat --help lists the flags)")
+      const nested = yield* aifs(["vs", "files", "--texts", "3", "vs_1"])
+      assert.strictEqual(
+        nested.stderr.trim(),
+        "aifs: error: unknown flag --texts (aifs vs files --help lists the flags)"
+      )
     }))
 
   it.live("chat --json prints the whole answer as JSON; a prompt of - is read from stdin", () =>
