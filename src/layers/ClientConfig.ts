@@ -67,6 +67,15 @@ export type Plan = "essential" | "professional" | "agentic"
 export const plans: ReadonlyArray<Plan> = ["essential", "professional", "agentic"]
 
 /**
+ * Whether a tier names a current plan.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const isPlan = (tier: string | undefined): tier is Plan =>
+  (plans as ReadonlyArray<string | undefined>).includes(tier)
+
+/**
  * The resolved configuration.
  *
  * @example
@@ -281,9 +290,9 @@ export const layer = <E = never, R = never>(options: OptionsWithKeySource<E, R>)
     ClientConfig,
     Effect.gen(function*() {
       const context = yield* Effect.context<R>()
+      // provided with its context: a configuration printed shows no part of the source (`Effect.succeed("gen-...")`)
       const read = Effect.map(Effect.provide(apiKey, context), redacted)
-      // behind a suspension: a configuration printed shows no part of the source (`Effect.succeed("gen-...")`)
-      return { ...make({ ...options, apiKey: yield* read }), reloadApiKey: Effect.suspend(() => read) }
+      return { ...make({ ...options, apiKey: yield* read }), reloadApiKey: read }
     })
   )
 }

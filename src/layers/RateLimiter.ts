@@ -44,7 +44,7 @@ import * as SlidingWindowLog from "../internal/slidingWindow.js"
 import { type LimiterUnavailable, RequestTooLarge } from "../schemas/Errors.js"
 import type { ModelList } from "../schemas/Models.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
-import { ClientConfig, type Plan, plans, type Tier } from "./ClientConfig.js"
+import { ClientConfig, isPlan, type Plan, type Tier } from "./ClientConfig.js"
 import * as ClientMetrics from "./ClientMetrics.js"
 import { layerMemory, type LearntLimits, LimiterStore, type Usage } from "./LimiterStore.js"
 import * as TokenEstimator from "./TokenEstimator.js"
@@ -75,8 +75,6 @@ export const tiers: Readonly<Record<Tier, Quota>> = SlidingWindowLog.tierQuotas
  * @category models
  */
 export const planFloor: Quota = { rpm: 300, tpm: 300_000 }
-
-const isPlan = (tier: string): tier is Plan => (plans as ReadonlyArray<string>).includes(tier)
 
 /**
  * Settings of the limiter.

@@ -344,7 +344,7 @@ const customLimits = (options: LayerEmulatorOptions): Record<string, Partial<Rat
   const tier = options.tier ?? "standard4000"
   const quota = options.tiers?.[tier]
   // a client that learns its limits (`auto`, or a plan from its floor) is told none
-  const learning = (tier: string | undefined) => tier === "auto" || ClientConfig.plans.some((plan) => plan === tier)
+  const learning = (tier: string | undefined) => tier === "auto" || ClientConfig.isPlan(tier)
   const auto = learning(options.client?.tier) || (options.rateLimiter !== false && learning(options.rateLimiter?.tier))
   if (quota === undefined || auto) return undefined
   return Object.fromEntries(Emulator.models.map((model) => [model, { rpm: quota.rpm, tpm: quota.tpm }]))

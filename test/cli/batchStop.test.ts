@@ -5,11 +5,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Emulator from "../../src/emulator/Emulator.js"
-import { aifs, cliEnv } from "../helpers/cli.js"
+import { aifs, aifsRunning } from "../helpers/cli.js"
 import { tempDir } from "../helpers/tempDir.js"
 
 const key = "gen-astopclosesthelineofthelimiterinthistest000000000"
@@ -43,32 +42,18 @@ describe("aifs batch, stopped while its requests wait in the limiter's line", { 
         AIFS_LIMITS: "*=4/1000000",
         AIFS_LIMITER_WINDOW: "2s"
       }
-      const child = yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          spawn(
-            process.execPath,
-            ["--import", "tsx", path.resolve("src/cli/bin.ts"), "batch", input, "--out", output, "--concurrency", "4"],
-            { env: cliEnv(env) }
-          )
-        ),
-        (child) => Effect.sync(() => child.exitCode === null && child.kill("SIGKILL"))
-      )
-      let stderr = ""
-      child.stderr.on("data", (chunk: Buffer) => stderr += chunk.toString())
-      const exit = Effect.async<number | null>((resume) => {
-        child.once("close", (code) => resume(Effect.succeed(code)))
-      }).pipe(Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error(`no exit: ${stderr}`) }))
+      const run = yield* aifsRunning(["batch", input, "--out", output, "--concurrency", "4"], env, "30 seconds")
 
       for (let i = 0; i < 400 && outputIds(output).length < 4; i++) yield* Effect.sleep("25 millis")
       const atStop = (yield* emulator.stats).received
-      assert.strictEqual(outputIds(output).length, 4, stderr)
+      assert.strictEqual(outputIds(output).length, 4, run.stderr())
       assert.strictEqual(atStop, 4, "the first window's 4, and the rest waiting in the client's line")
-      child.kill("SIGINT")
+      run.child.kill("SIGINT")
       // the grace (5 s) outlasts the window (2 s): an open line would have sent 4 more in it
-      assert.strictEqual(yield* exit, 130, stderr)
-      assert.strictEqual((yield* emulator.stats).received, 4, stderr)
+      assert.strictEqual(yield* run.exit, 130, run.stderr())
+      assert.strictEqual((yield* emulator.stats).received, 4, run.stderr())
       assert.deepStrictEqual(outputIds(output).sort(), ["s0", "s1", "s2", "s3"])
-      assert.include(stderr, "4 requests cut (sent, or waiting for the quota)")
+      assert.include(run.stderr(), "4 requests cut (sent, or waiting for the quota)")
 
       const rerun = yield* aifs(["batch", input, "--out", output, "--concurrency", "4"], env)
       assert.strictEqual(rerun.code, 0, rerun.stderr)

@@ -5,11 +5,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Emulator from "../../src/emulator/Emulator.js"
-import { cliEnv } from "../helpers/cli.js"
+import { aifsRunning } from "../helpers/cli.js"
 import { tempDir } from "../helpers/tempDir.js"
 
 const lines = 60
@@ -38,41 +37,30 @@ describe("aifs batch: key rotation", { timeout: 90_000 }, () => {
             body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 5 }
           })).join("\n") + "\n"
       )
-      const child = yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          spawn(
-            process.execPath,
-            ["--import", "tsx", path.resolve("src/cli/bin.ts"), "batch", input, "--out", output, "--concurrency", "4"],
-            { env: cliEnv({ AIFS_API_KEY_FILE: keyFile, AIFS_BASE_URL: emulator.baseUrl }) }
-          )
-        ),
-        (child) => Effect.sync(() => child.exitCode === null && child.kill("SIGKILL"))
-      )
-      let stderr = ""
-      child.stderr.on("data", (chunk: Buffer) => stderr += chunk.toString())
-      const exit = Effect.async<number | null>((resume) => {
-        child.once("close", (code) => resume(Effect.succeed(code)))
-      }).pipe(Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`no exit: ${stderr}`) }))
+      const run = yield* aifsRunning(["batch", input, "--out", output, "--concurrency", "4"], {
+        AIFS_API_KEY_FILE: keyFile,
+        AIFS_BASE_URL: emulator.baseUrl
+      })
 
       for (let i = 0; i < 600 && linesIn(output).length < 8; i++) yield* Effect.sleep("20 millis")
       const before = linesIn(output).length
-      assert.isAtLeast(before, 8, stderr)
+      assert.isAtLeast(before, 8, run.stderr())
       assert.isBelow(before, lines, "the rotation must land before the run ends")
       const rotated = yield* emulator.rotateKey(first)
       // as a secret mount swaps its file: a new file renamed over the old
       fs.writeFileSync(`${keyFile}.new`, rotated)
       fs.renameSync(`${keyFile}.new`, keyFile)
 
-      assert.strictEqual(yield* exit, 0, stderr)
+      assert.strictEqual(yield* run.exit, 0, run.stderr())
       const written = linesIn(output)
       assert.deepStrictEqual(
         written.map((l) => l.custom_id).sort(),
         Array.from({ length: lines }, (_, i) => `k${i}`).sort()
       )
-      assert.isTrue(written.every((l) => l.error === null), stderr)
-      assert.include(stderr, "the API key was refused (401): a new one was read from its source")
-      assert.include(stderr, `${lines} succeeded, 0 failed`)
-      assert.notInclude(stderr, first)
-      assert.notInclude(stderr, rotated)
+      assert.isTrue(written.every((l) => l.error === null), run.stderr())
+      assert.include(run.stderr(), "the API key was refused (401): a new one was read from its source")
+      assert.include(run.stderr(), `${lines} succeeded, 0 failed`)
+      assert.notInclude(run.stderr(), first)
+      assert.notInclude(run.stderr(), rotated)
     }).pipe(Effect.provide(Emulator.layer())))
 })

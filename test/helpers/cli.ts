@@ -2,6 +2,7 @@
  * The CLI as users run it: `aifs ...` as a child process (node with tsx's loader, one process, so that a signal
  * reaches the process that works), with an environment of the test's own (no inherited `AIFS_*`).
  */
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -59,6 +60,30 @@ export const aifs = (
       child.kill("SIGKILL")
     })
   })
+
+/**
+ * `aifs ...` started as a child process that the test drives while it runs: its stderr as printed so far, and its
+ * exit code (failed after `timeout`). Killed with the test's scope if it is still running then.
+ */
+export const aifsRunning = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  timeout: Duration.DurationInput = "60 seconds"
+) =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => spawn(process.execPath, ["--import", "tsx", bin, ...args], { env: cliEnv(env) })),
+      (child) => Effect.sync(() => child.exitCode === null && child.kill("SIGKILL"))
+    ),
+    (child) => {
+      let stderr = ""
+      child.stderr.on("data", (chunk: Buffer) => stderr += chunk.toString())
+      const exit = Effect.async<number | null>((resume) => {
+        child.once("close", (code) => resume(Effect.succeed(code)))
+      }).pipe(Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error(`no exit: ${stderr}`) }))
+      return { child, stderr: () => stderr, exit }
+    }
+  )
 
 /** 200 chat requests reserving ~1000 tokens each: about 148 fit the embedded emulator's first minute. */
 export const quotaBoundInput = (input: string) =>

@@ -6,6 +6,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
@@ -153,6 +154,9 @@ describe("ClientConfig.layerFromEnv", () => {
       assert.strictEqual(config.apiVersion, "1.0.0")
       assert.strictEqual(config.tier, "standard4000")
       assert.strictEqual(config.maxRetries, 3)
+      for (const plan of ClientConfig.plans) {
+        assert.strictEqual((yield* fromEnv({ AIFS_API_KEY: key, AIFS_TIER: plan })).tier, plan)
+      }
       for (
         const bad of [
           { AIFS_MAX_RETRIES: "101" },
@@ -165,6 +169,18 @@ describe("ClientConfig.layerFromEnv", () => {
         const error = yield* Effect.flip(fromEnv({ AIFS_API_KEY: key, ...bad }))
         assert.include(String(error), Object.keys(bad)[0]!)
       }
+    }))
+
+  it.effect("a key from an effect: read when the layer is built; the configuration, printed, shows none of it", () =>
+    Effect.gen(function*() {
+      const secret = "gen-asecretkeyreadfromitssourceneverprintedanywhere00"
+      const config = yield* ClientConfig.ClientConfig.pipe(
+        Effect.provide(ClientConfig.layer({ apiKey: Effect.succeed(secret) }))
+      )
+      assert.strictEqual(Redacted.value(config.apiKey), secret)
+      assert.strictEqual(Redacted.value(yield* config.reloadApiKey!), secret)
+      assert.notInclude(JSON.stringify(config), secret)
+      assert.notInclude(Inspectable.format(config), secret)
     }))
 
   it.effect("layerConfig takes any Config values", () =>
