@@ -24,6 +24,7 @@ export const groups = {
     "src/layers/InferenceHttp.ts",
     "src/internal/request/admission.ts",
     "src/internal/request/credentials.ts",
+    "src/internal/request/deadline.ts",
     "src/internal/request/attempt.ts",
     "src/internal/request/decode.ts",
     "src/internal/request/events.ts",

@@ -54,8 +54,6 @@ export const readBounded = (response: HttpClientResponse.HttpClientResponse) =>
 export interface SendOptions {
   /** Sees every status that came back. */
   readonly observe?: ((status: number) => Effect.Effect<void>) | undefined
-  /** Time limit from sending to the status line: `Timeout` (`firstByte`) when it passes. */
-  readonly firstByte?: Duration.Duration | undefined
   /** The connect timeout the HTTP client applies, to name it when it fires. */
   readonly connect: Duration.Duration
 }
@@ -87,7 +85,8 @@ const notConnected = new Set([
 
 /**
  * One attempt up to the response headers. A non-2xx status becomes its typed error (body read bounded and
- * redacted); a connect or first-byte time limit that passes becomes `Timeout` naming it.
+ * redacted); a connect time limit that passes becomes `Timeout` naming it (the first-byte and total limits are the
+ * caller's: see `request/deadline.ts`).
  */
 export const send = (
   client: HttpClient.HttpClient,
@@ -112,19 +111,7 @@ export const send = (
         })
     )
   )
-  const firstByte = options.firstByte
-  return (firstByte === undefined ? execute : Effect.timeoutFail(execute, {
-    duration: firstByte,
-    onTimeout: () =>
-      new Timeout({
-        message: `no response within ${Duration.format(firstByte)}`,
-        endpoint,
-        timeout: "firstByte",
-        after: firstByte
-      })
-  })).pipe(
-    Effect.flatMap((response) => answered(response, endpoint, redact, options.observe))
-  )
+  return Effect.flatMap(execute, (response) => answered(response, endpoint, redact, options.observe))
 }
 
 /** The metadata of a response whose status line came back; a non-2xx status becomes its typed error. */
@@ -163,15 +150,10 @@ const answered = (
 export const readText = (response: HttpClientResponse.HttpClientResponse, endpoint: string) =>
   Effect.mapError(response.text, (error) => fromHttpClientError(error, endpoint))
 
-/** Fails with `Timeout` (`total`) when `effect` takes longer than `after`. */
-export const totalTimeout = (after: Duration.Duration, endpoint: string) =>
-  Effect.timeoutFail({
-    duration: after,
-    onTimeout: () =>
-      new Timeout({
-        message: `no complete response within ${Duration.format(after)}`,
-        endpoint,
-        timeout: "total",
-        after
-      })
-  })
+/** The `Timeout` of a first-byte limit that passed. */
+export const firstByteTimedOut = (after: Duration.Duration, endpoint: string) =>
+  new Timeout({ message: `no response within ${Duration.format(after)}`, endpoint, timeout: "firstByte", after })
+
+/** The `Timeout` of a total limit that passed. */
+export const totalTimedOut = (after: Duration.Duration, endpoint: string) =>
+  new Timeout({ message: `no complete response within ${Duration.format(after)}`, endpoint, timeout: "total", after })

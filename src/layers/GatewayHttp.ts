@@ -26,7 +26,9 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { makeRedactor } from "../internal/redact.js"
+import * as Deadlines from "../internal/request/deadline.js"
 import { decodeJson } from "../internal/request/decode.js"
 import * as Operation from "../internal/request/operation.js"
 import { serverOf } from "../internal/telemetry.js"
@@ -46,8 +48,9 @@ import * as RetryPolicy from "./RetryPolicy.js"
 export const make: Effect.Effect<
   GatewayHttpClient.Service,
   never,
-  HttpClient.HttpClient | GatewayConfig | RetryPolicy.RetryPolicy
+  HttpClient.HttpClient | GatewayConfig | RetryPolicy.RetryPolicy | Scope.Scope
 > = Effect.gen(function*() {
+  const { within } = yield* Deadlines.make
   const config = yield* GatewayConfig
   const policy = yield* RetryPolicy.RetryPolicy
   const client = yield* HttpClient.HttpClient
@@ -82,7 +85,7 @@ export const make: Effect.Effect<
           Effect.map((value) => ({ value, response: new ResponseMetadata(info) }))
         )
       ),
-      Transport.totalTimeout(after, endpoint)
+      (exchange) => within(exchange, [{ after, error: () => Transport.totalTimedOut(after, endpoint) }])
     )
     const retried = options.retry === false ? attempt : Effect.retry(attempt, RetryPolicy.reported(policy, endpoint))
     // the operation's span, when the request names one: over its attempts, each with its HTTP client span
@@ -116,7 +119,7 @@ export const layer: Layer.Layer<
   GatewayHttpClient,
   never,
   HttpClient.HttpClient | GatewayConfig | RetryPolicy.RetryPolicy
-> = Layer.effect(GatewayHttpClient, make)
+> = Layer.scoped(GatewayHttpClient, make)
 
 /**
  * The transport with the default retry policy (its `maxRetries` from the `GatewayConfig`).

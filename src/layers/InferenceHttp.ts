@@ -37,10 +37,12 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Admission from "../internal/request/admission.js"
 import * as Attempt from "../internal/request/attempt.js"
 import * as Credentials from "../internal/request/credentials.js"
+import * as Deadlines from "../internal/request/deadline.js"
 import { decodeJson } from "../internal/request/decode.js"
 import { decodeJsonEvents, eventsOf, expectEventStream } from "../internal/request/events.js"
 import * as Operation from "../internal/request/operation.js"
@@ -70,7 +72,7 @@ import * as RetryPolicy from "./RetryPolicy.js"
 export const make: Effect.Effect<
   InferenceHttpClient.Service,
   never,
-  HttpClient.HttpClient | ClientConfig | RetryPolicy.RetryPolicy
+  HttpClient.HttpClient | ClientConfig | RetryPolicy.RetryPolicy | Scope.Scope
 > = Effect.gen(function*() {
   const config = yield* ClientConfig
   const policy = yield* RetryPolicy.RetryPolicy
@@ -92,7 +94,8 @@ export const make: Effect.Effect<
     learn: (key, model, info, status) =>
       limiter === undefined ? Effect.void : limiter.learn(key ?? credentials.keyId(), model, info, status),
     prepare,
-    send: Wire.sender(client, config, redact)
+    send: Wire.sender(client, config, redact),
+    deadlines: yield* Deadlines.make
   })
 
   /** The attempts of one request, retried by the policy unless the request says not to, and renewed after a 401. */
@@ -213,7 +216,7 @@ export const layer: Layer.Layer<
   InferenceHttpClient,
   never,
   HttpClient.HttpClient | ClientConfig | RetryPolicy.RetryPolicy
-> = Layer.effect(InferenceHttpClient, make)
+> = Layer.scoped(InferenceHttpClient, make)
 
 /**
  * The transport with the default retry policy (its `maxRetries` from the `ClientConfig`).

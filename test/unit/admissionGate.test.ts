@@ -32,7 +32,7 @@ const stack = (sent: Array<string>, line: { open: boolean }, queueRouting = fals
     return { body: {} }
   })
   return Layer.merge(
-    Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
+    Layer.scoped(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
       Layer.succeed(HttpClient.HttpClient, http),
       ClientConfig.layer({ apiKey: "test-key", baseUrl: "http://aifs.test/v2" }),
       RetryPolicy.layer({ maxRetries: 0, baseDelay: 0 }),

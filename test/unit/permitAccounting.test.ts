@@ -37,7 +37,7 @@ const stack = (
     limits: { m: { rpm: 1000, tpm: 1_000_000 } }
   })
   return Layer.merge(
-    Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
+    Layer.scoped(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
       Layer.succeed(HttpClient.HttpClient, Testing.httpClient(handler)),
       ClientConfig.layer({ apiKey: "test-key", baseUrl: "http://aifs.test/v2" }),
       RetryPolicy.layer({ maxRetries: options.retries ?? 0, baseDelay: 0 }),

@@ -305,7 +305,7 @@ describe("the key never shows (an echoing server, every failure path)", () => {
           )
         }).pipe(
           Effect.provide(Layer.mergeAll(
-            Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
+            Layer.scoped(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
               Layer.succeed(HttpClient.HttpClient, echoing(respond)),
               ClientConfig.layer({ apiKey: secret, baseUrl: "http://aifs.test/v2" }),
               RetryPolicy.layerDisabled

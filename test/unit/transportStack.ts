@@ -42,7 +42,7 @@ export const stack = (
     ...options.limiter
   })
   return Layer.merge(
-    Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
+    Layer.scoped(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
       Layer.succeed(HttpClient.HttpClient, client),
       ClientConfig.layer({ apiKey: "test-key", baseUrl: "http://aifs.test/v2", ...options.config }),
       RetryPolicy.layer({ maxRetries: options.retries ?? 0, baseDelay: 0, rateLimitJitter: 0 }),
@@ -54,7 +54,7 @@ export const stack = (
 
 /** The transport on `client`, without retries and without a limiter. */
 export const plain = (client: HttpClient.HttpClient): Layer.Layer<InferenceHttpClient> =>
-  Layer.effect(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
+  Layer.scoped(InferenceHttpClient, InferenceHttp.make).pipe(Layer.provide(Layer.mergeAll(
     Layer.succeed(HttpClient.HttpClient, client),
     ClientConfig.layer({ apiKey: "test-key", baseUrl: "http://aifs.test/v2" }),
     RetryPolicy.layerDisabled

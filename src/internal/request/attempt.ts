@@ -13,8 +13,9 @@ import type { ApiError } from "../../schemas/Errors.js"
 import type { RateLimitInfo } from "../../schemas/RateLimit.js"
 import type { RequestOptions, ResponseMetadata } from "../../services/InferenceHttpClient.js"
 import { pacedByLimiter } from "../errors.js"
-import { totalTimeout } from "../transport.js"
+import { firstByteTimedOut, totalTimedOut } from "../transport.js"
 import type { Admission, Admissions, FirstAdmission } from "./admission.js"
+import type { Deadlines } from "./deadline.js"
 import { settleFailed } from "./permit.js"
 
 /** The time limits of an attempt. */
@@ -46,12 +47,14 @@ export interface Deps {
     readonly endpoint: string
     readonly timeouts: Timeouts
   }
-  /** One exchange up to the status line, with a first-byte limit when one is given. */
+  /** One exchange up to the status line; `responded` is told when the status line came back. */
   readonly send: (
     request: HttpClientRequest.HttpClientRequest,
     endpoint: string,
-    firstByte: Duration.Duration | undefined
+    responded?: () => void
   ) => Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseMetadata], ApiError>
+  /** The transport's time limits. */
+  readonly deadlines: Deadlines
 }
 
 /** What an answer, or the error made of one, says to the limiter (other errors say nothing). */
@@ -95,16 +98,27 @@ export const make = (deps: Deps) => {
     Effect.clockWith((clock) => {
       const { endpoint, prepared, timeouts } = deps.prepare(request, options, accept)
       const sentAt = clock.unsafeCurrentTimeMillis()
-      // a first-byte limit no shorter than the total one could never fire first: one timer is enough
-      const firstByte = Duration.lessThan(timeouts.firstByte, timeouts.total) ? timeouts.firstByte : undefined
-      return Effect.suspend(() => {
+      // a first-byte limit no shorter than the total one could never pass first: one limit is enough
+      const firstByte = Duration.lessThan(timeouts.firstByte, timeouts.total)
+      let responded = false
+      const exchanged = Effect.suspend(() => {
         outcome.sending = true
-        return deps.send(prepared, endpoint, firstByte)
+        return deps.send(prepared, endpoint, firstByte ? () => (responded = true) : undefined)
       }).pipe(
         Effect.catchAll((error) => Effect.flatMap(outcome.settle(error), (settled) => Effect.fail(settled ?? error))),
         Effect.tap(([, meta]) => outcome.settle(undefined, meta)),
-        Effect.flatMap(([response, meta]) => read({ response, meta, endpoint, permit, timeouts, sentAt })),
-        totalTimeout(timeouts.total, endpoint)
+        Effect.flatMap(([response, meta]) => read({ response, meta, endpoint, permit, timeouts, sentAt }))
+      )
+      const total = { after: timeouts.total, error: () => totalTimedOut(timeouts.total, endpoint) }
+      return deps.deadlines.within(
+        exchanged,
+        firstByte
+          ? [total, {
+            after: timeouts.firstByte,
+            error: () => firstByteTimedOut(timeouts.firstByte, endpoint),
+            holds: () => !responded
+          }]
+          : [total]
       )
     })
 

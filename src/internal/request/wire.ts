@@ -98,9 +98,15 @@ export const sender = (
   redact: (text: string) => string
 ): Deps["send"] => {
   const observe = statusCounter()
-  return (request, endpoint, firstByte) =>
+  return (request, endpoint, responded) =>
     Effect.map(
-      Transport.send(client, request, endpoint, redact, { firstByte, connect: config.connectTimeout, observe }),
+      Transport.send(client, request, endpoint, redact, {
+        connect: config.connectTimeout,
+        observe: responded === undefined ? observe : (status) => {
+          responded()
+          return observe(status)
+        }
+      }),
       ([response, info]) => [response, new ResponseMetadata(info)] as const
     )
 }

@@ -1,0 +1,167 @@
+/**
+ * The time limits of attempts on one timer (src/internal/request/deadline.ts), on the `TestClock`: an attempt is cut
+ * exactly when a limit that still holds passes, its finalizers run before the caller sees the `Timeout`, its own
+ * failures and values pass through, a caller's interruption ends it, and the one timer stops when nothing is pending.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import * as TestServices from "effect/TestServices"
+import * as Deadlines from "../../src/internal/request/deadline.js"
+
+/** Lets forked fibers run (the timer, the attempts) without moving the `TestClock`. */
+const settle = Effect.zipRight(TestServices.provideLive(Effect.sleep("5 millis")), Effect.yieldNow())
+
+const limit = (millis: number, name: string, holds?: () => boolean): Deadlines.Limit<string> => ({
+  after: Duration.millis(millis),
+  error: () => `${name} passed`,
+  holds
+})
+
+/** Moves the clock to `millis` from the start, letting everything due run. */
+const at = (start: number, millis: number) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    yield* TestClock.adjust(start + millis - now)
+    yield* settle
+  })
+
+const failureOf = <A, E>(exit: Option.Option<Exit.Exit<A, E>>) =>
+  Option.isSome(exit) && Exit.isFailure(exit.value)
+    ? Option.getOrUndefined(Cause.failureOption(exit.value.cause))
+    : undefined
+
+describe("deadlines", () => {
+  it.scoped("an attempt that outlasts its limit is cut exactly then, its finalizer run before the Timeout", () =>
+    Effect.gen(function*() {
+      const { within } = yield* Deadlines.make
+      const start = yield* Clock.currentTimeMillis
+      let finalized = false
+      const fiber = yield* Effect.fork(
+        within(Effect.ensuring(Effect.never, Effect.sync(() => (finalized = true))), [limit(1_000, "total")])
+      )
+      yield* settle
+      yield* at(start, 999)
+      assert.isTrue(Option.isNone(yield* Fiber.poll(fiber)), "still running 1 ms before its limit")
+      yield* at(start, 1_000)
+      const exit = yield* Fiber.await(fiber)
+      assert.deepStrictEqual(exit, Exit.fail("total passed"))
+      assert.isTrue(finalized)
+    }))
+
+  it.scoped("values and failures of the attempt pass through; its own interruption stays one", () =>
+    Effect.gen(function*() {
+      const { within } = yield* Deadlines.make
+      assert.strictEqual(yield* within(Effect.succeed(7), [limit(1_000, "total")]), 7)
+      assert.deepStrictEqual(
+        yield* Effect.exit(within(Effect.fail("refused"), [limit(1_000, "total")])),
+        Exit.fail("refused")
+      )
+      const interrupted = yield* Effect.exit(within(Effect.interrupt, [limit(1_000, "total")]))
+      assert.isTrue(Exit.isInterrupted(interrupted))
+      // an answer that came in time is not cut later
+      const start = yield* Clock.currentTimeMillis
+      const fiber = yield* Effect.fork(within(Effect.as(Effect.sleep("500 millis"), "answer"), [limit(1_000, "total")]))
+      yield* settle
+      yield* at(start, 2_000)
+      assert.deepStrictEqual(yield* Fiber.await(fiber), Exit.succeed("answer"))
+    }))
+
+  it.scoped("a limit that no longer holds when it passes is skipped; the next one cuts", () =>
+    Effect.gen(function*() {
+      const { within } = yield* Deadlines.make
+      const start = yield* Clock.currentTimeMillis
+      let responded = false
+      const attempt = within(Effect.never, [limit(5_000, "total"), limit(1_000, "firstByte", () => !responded)])
+      const fiber = yield* Effect.fork(attempt)
+      yield* settle
+      yield* at(start, 500)
+      responded = true
+      yield* at(start, 4_999)
+      assert.isTrue(Option.isNone(yield* Fiber.poll(fiber)), "the first-byte limit did not cut an answered attempt")
+      yield* at(start, 5_000)
+      assert.strictEqual(failureOf(Option.some(yield* Fiber.await(fiber))), "total passed")
+      // unanswered: the first-byte limit cuts first
+      const second = yield* Effect.fork(within(Effect.never, [limit(5_000, "total"), limit(1_000, "firstByte")]))
+      yield* settle
+      const restart = yield* Clock.currentTimeMillis
+      yield* at(restart, 1_000)
+      assert.strictEqual(failureOf(Option.some(yield* Fiber.await(second))), "firstByte passed")
+    }))
+
+  it.scoped("attempts of different lengths each end at their own moment, a shorter one started later first", () =>
+    Effect.gen(function*() {
+      const { within } = yield* Deadlines.make
+      const start = yield* Clock.currentTimeMillis
+      const long = yield* Effect.fork(within(Effect.never, [limit(10_000, "long")]))
+      yield* settle
+      yield* at(start, 100)
+      const short = yield* Effect.fork(within(Effect.never, [limit(200, "short")]))
+      yield* settle
+      yield* at(start, 299)
+      assert.isTrue(Option.isNone(yield* Fiber.poll(short)))
+      yield* at(start, 300)
+      assert.strictEqual(failureOf(yield* Fiber.poll(short)), "short passed")
+      yield* at(start, 9_999)
+      assert.isTrue(Option.isNone(yield* Fiber.poll(long)))
+      yield* at(start, 10_000)
+      assert.strictEqual(failureOf(yield* Fiber.poll(long)), "long passed")
+    }))
+
+  it.scoped("a caller interrupted ends its attempt, whose finalizer runs before the interruption completes", () =>
+    Effect.gen(function*() {
+      const { within } = yield* Deadlines.make
+      let finalized = false
+      const fiber = yield* Effect.fork(
+        within(Effect.ensuring(Effect.never, Effect.sync(() => (finalized = true))), [limit(1_000, "total")])
+      )
+      yield* settle
+      yield* Fiber.interrupt(fiber)
+      assert.isTrue(finalized)
+    }))
+
+  it.effect("the one timer runs only while a limit is pending and its scope is open", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { timing, within } = yield* Scope.extend(Deadlines.make, scope)
+      const start = yield* Clock.currentTimeMillis
+      // an unbounded limit needs no timer
+      const unbounded = yield* Effect.fork(within(Effect.never, [limit(Infinity, "never")]))
+      yield* settle
+      assert.isFalse(timing())
+      yield* Fiber.interrupt(unbounded)
+      // two pending limits, one timer; it stops once the last attempt ended
+      const first = yield* Effect.fork(within(Effect.sleep("1500 millis"), [limit(60_000, "total")]))
+      const second = yield* Effect.fork(within(Effect.sleep("2000 millis"), [limit(60_000, "total")]))
+      yield* settle
+      assert.isTrue(timing())
+      yield* at(start, 1_500)
+      assert.isTrue(Exit.isSuccess(yield* Fiber.await(first)))
+      assert.isTrue(timing(), "the second attempt's limit is still pending")
+      yield* at(start, 2_000)
+      assert.isTrue(Exit.isSuccess(yield* Fiber.await(second)))
+      assert.isFalse(timing())
+      // a limit that passed leaves nothing pending either
+      const cut = yield* Effect.fork(within(Effect.never, [limit(1_000, "total")]))
+      yield* settle
+      yield* at(start, 3_000)
+      assert.strictEqual(failureOf(yield* Fiber.poll(cut)), "total passed")
+      assert.isFalse(timing())
+      // the scope closed: the timer is gone, nothing of it fires any more
+      const orphan = yield* Effect.fork(within(Effect.never, [limit(60_000, "total")]))
+      yield* settle
+      assert.isTrue(timing())
+      yield* Scope.close(scope, Exit.void)
+      assert.isFalse(timing())
+      yield* at(start, 120_000)
+      assert.isTrue(Option.isNone(yield* Fiber.poll(orphan)))
+      yield* Fiber.interrupt(orphan)
+    }))
+})
