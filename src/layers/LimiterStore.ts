@@ -213,13 +213,15 @@ export declare namespace LimiterStore {
      * waiter has another request to send after this one), an admitted waiter keeps a place at the back of the line
      * when others wait, so that its next request need not ask only to be told to queue.
      */
-    readonly reserve: (
-      bucket: string,
-      tokens: number,
-      limits: Limits,
-      waiter?: string,
-      more?: boolean
-    ) => Effect.Effect<Reservation, LimiterUnavailable>
+    readonly reserve:
+      & ((
+        bucket: string,
+        tokens: number,
+        limits: Limits,
+        waiter?: string,
+        more?: boolean
+      ) => Effect.Effect<Reservation, LimiterUnavailable>)
+      & { readonly now?: ReserveNow | undefined }
     /** Sets the tokens of a counted entry (reconciling with the real usage). */
     readonly adjust: (
       bucket: string,
@@ -262,11 +264,30 @@ export declare namespace LimiterStore {
    * @since 0.2.0
    * @category models
    */
-  export type Infallible = {
-    readonly [K in keyof Service]: Service[K] extends (...args: infer P) => Effect.Effect<infer A, infer _E>
-      ? (...args: P) => Effect.Effect<A>
-      : never
-  }
+  export type Infallible =
+    & {
+      readonly [K in keyof Service]: Service[K] extends (...args: infer P) => Effect.Effect<infer A, infer _E>
+        ? (...args: P) => Effect.Effect<A>
+        : never
+    }
+    & { readonly reserve: { readonly now?: ReserveNow | undefined } }
+
+  /**
+   * `reserve` answered at once, for a store that keeps its count in this process and reads the caller's clock (`now`
+   * is the caller's time): counts one request of `tokens` if it fits now and nobody waits in the bucket's line, else
+   * changes nothing and returns `undefined` (ask `reserve`). It is a property of the `reserve` function it answers
+   * for (`reserve.now`): a store that wraps another's `reserve` leaves it behind. The limiter admits a request to an
+   * idle bucket in one step with it.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export type ReserveNow = (
+    bucket: string,
+    tokens: number,
+    limits: Limits,
+    now: number
+  ) => Extract<Reservation, { readonly _tag: "Admitted" }> | undefined
 }
 
 interface Entry extends SlidingWindowLog.Entry {
@@ -362,35 +383,52 @@ export const makeMemory = (): LimiterStore.Infallible => {
       ([[a, freed], bucket]) => freed ? Effect.as(release(bucket), a) : Effect.succeed(a)
     )
   const entryOf = (bucket: Bucket, id: number) => bucket.entries.findLast((e) => e.id === id)
+  /** Counts one request of `tokens` at `now`. */
+  const admit = ({ entries }: Bucket, tokens: number, now: number, windowMs: number) => {
+    const id = ++nextId
+    entries.insert({ id, at: now, requests: 1, tokens })
+    return { _tag: "Admitted" as const, id, usage: usageOf(entries, now, windowMs) }
+  }
+
+  const reserveNow: LimiterStore.ReserveNow = (name, tokens, limits, now) => {
+    const bucket = bucketOf(name)
+    bucket.entries.prune(now, limits.windowMs)
+    dropLate(bucket.waiters, now)
+    if (bucket.waiters.length > 0 || tokens > limits.tokens) return undefined
+    const { requestsWaitMs, tokensWaitMs } = bucket.entries.waitFor(now, tokens, limits)
+    return requestsWaitMs > 0 || tokensWaitMs > 0 ? undefined : admit(bucket, tokens, now, limits.windowMs)
+  }
 
   return {
-    reserve: (name, tokens, limits, waiter, more) =>
-      andRelease(name, limits.windowMs, ({ entries, waiters }, now): [Reservation, boolean] => {
-        const place = waiter === undefined ? -1 : waiters.findIndex((w) => w.id === waiter)
-        if (tokens > limits.tokens) {
+    reserve: Object.assign(
+      (name: string, tokens: number, limits: Limits, waiter?: string, more?: boolean) =>
+        andRelease(name, limits.windowMs, (bucket, now): [Reservation, boolean] => {
+          const { entries, waiters } = bucket
+          const place = waiter === undefined ? -1 : waiters.findIndex((w) => w.id === waiter)
+          if (tokens > limits.tokens) {
+            if (place >= 0) waiters.splice(place, 1)
+            dropLate(waiters, now)
+            return [{ _tag: "TooLarge" }, place === 0]
+          }
+          const { requestsWaitMs, tokensWaitMs } = entries.waitFor(now, tokens, limits)
+          const waitMs = waitInLine(waiters, waiter, now, Math.max(requestsWaitMs, tokensWaitMs))
+          if (waitMs > 0) {
+            if (place >= 0) waiters[place]!.comeBack = now + waitMs
+            else if (waiter !== undefined) waiters.push({ id: waiter, comeBack: now + waitMs })
+            return [{ _tag: "Wait", waitMs, usage: usageOf(entries, now, limits.windowMs) }, false]
+          }
           if (place >= 0) waiters.splice(place, 1)
+          // the waiter woken, or queued behind, is one still there
           dropLate(waiters, now)
-          return [{ _tag: "TooLarge" }, place === 0]
-        }
-        const { requestsWaitMs, tokensWaitMs } = entries.waitFor(now, tokens, limits)
-        const waitMs = waitInLine(waiters, waiter, now, Math.max(requestsWaitMs, tokensWaitMs))
-        if (waitMs > 0) {
-          if (place >= 0) waiters[place]!.comeBack = now + waitMs
-          else if (waiter !== undefined) waiters.push({ id: waiter, comeBack: now + waitMs })
-          return [{ _tag: "Wait", waitMs, usage: usageOf(entries, now, limits.windowMs) }, false]
-        }
-        if (place >= 0) waiters.splice(place, 1)
-        // the waiter woken, or queued behind, is one still there
-        dropLate(waiters, now)
-        const id = ++nextId
-        entries.insert({ id, at: now, requests: 1, tokens })
-        const usage = usageOf(entries, now, limits.windowMs)
-        const first = waiters[0]
-        if (!more || waiter === undefined || first === undefined) return [{ _tag: "Admitted", id, usage }, place === 0]
-        const queuedMs = waitInLine(waiters, waiter, now, 0)
-        waiters.push({ id: waiter, comeBack: now + queuedMs })
-        return [{ _tag: "Admitted", id, usage, queuedMs }, place === 0]
-      }),
+          const admitted = admit(bucket, tokens, now, limits.windowMs)
+          const first = waiters[0]
+          if (!more || waiter === undefined || first === undefined) return [admitted, place === 0]
+          const queuedMs = waitInLine(waiters, waiter, now, 0)
+          waiters.push({ id: waiter, comeBack: now + queuedMs })
+          return [{ ...admitted, queuedMs }, place === 0]
+        }),
+      { now: reserveNow }
+    ),
     adjust: (name, id, tokens, windowMs) =>
       andRelease(name, windowMs, (bucket, now): [Usage, boolean] => {
         const entry = entryOf(bucket, id)

@@ -34,6 +34,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -811,9 +812,48 @@ export const make = (
         return next === bucket.learning ? Effect.succeed(false) : Effect.as(relearn(bucket, next), true)
       })
 
+    /**
+     * A request to an idle bucket (nobody in line, here or in the store's; nothing blocked; no probe; nobody
+     * watching `changes`) admitted in one step, when the store answers at once; `undefined`: it takes the line.
+     */
+    const reserveNow = store.reserve.now
+    const admitNow = (bucket: Bucket, tokens: number, now: number): Permit | undefined => {
+      if (reserveNow === undefined || bucket.busy || !bucket.recalled || watchers > 0) return undefined
+      if (bucket.blockedUntil > now || bucket.queuedUntil > now || probing(bucket)) return undefined
+      settleMargin(bucket, now)
+      const reservation = reserveNow(bucket.id, tokens, limitsOf(bucket, tokens), now)
+      if (reservation === undefined) return undefined
+      bucket.queuedUntil = 0
+      bucket.usage = reservation.usage
+      bucket.usageAt = now
+      bucket.placeInStore = false
+      return permit(bucket, reservation.id, tokens)
+    }
+
     const acquire: RateLimiter.Service["acquire"] = (request, onGranted) => {
       const bucket = bucketOf(request.key, request.model)
       if (neverFits(bucket, request.tokens)) return Effect.fail(tooLarge(bucket, request.tokens))
+      // Stryker disable next-line ConditionalExpression: the line admits an idle bucket's request as well, in more steps
+      if (reserveNow === undefined || bucket.busy) return inLine(bucket, request, onGranted)
+      // one step, nothing to interrupt between the store's count and `onGranted`
+      return Effect.withFiberRuntime((fiber) => {
+        const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+        const granted = admitNow(bucket, request.tokens, now)
+        if (granted === undefined) return inLine(bucket, request, onGranted)
+        onGranted?.(granted)
+        const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
+        ClientMetrics.limiterAdmitted.unsafeUpdate(1, labels)
+        ClientMetrics.limiterTokensReserved.unsafeUpdate(request.tokens, labels)
+        return Effect.succeed(granted)
+      })
+    }
+
+    /** The wait in the bucket's line, and the admission loop of the caller whose turn it is. */
+    const inLine = (
+      bucket: Bucket,
+      request: Parameters<RateLimiter.Service["acquire"]>[0],
+      onGranted: Parameters<RateLimiter.Service["acquire"]>[1]
+    ): Effect.Effect<Permit, RequestTooLarge | LimiterUnavailable> => {
       // only the wait in line and the sleeps at the head can be interrupted: the turn is always handed on, and an
       // entry the store admitted always becomes a permit, seen by `onGranted` before it is returned (an
       // interruption can still land as `acquire` returns into an interruptible caller)
@@ -934,58 +974,61 @@ export const make = (
       })
 
     const learn: RateLimiter.Service["learn"] = (key, model, info, status) =>
-      Effect.gen(function*() {
-        const bucket = bucketOf(key, model)
-        const now = yield* Clock.currentTimeMillis
-        // Stryker disable next-line ObjectLiteral: waking the head when the limits did not change only makes it look again and sleep to the same moment
-        const before = { requests: bucket.requests, tokens: bucket.tokens }
-        if (info.limitRequests !== undefined && info.limitRequests > 0) {
-          bucket.requests = info.limitRequests
-          bucket.requestsSource = "header"
-        }
-        if (info.limitTokens !== undefined && info.limitTokens > 0) {
-          bucket.tokens = info.limitTokens
-          bucket.tokensSource = "header"
-        }
-        const limitsChanged = bucket.requests !== before.requests || bucket.tokens !== before.tokens
-        settleMargin(bucket, now)
-        if (status === 429) {
-          const wait = Option.match(info.serverWait, {
-            onNone: () => defaultBlockMs,
-            onSome: Duration.toMillis
-          })
-          bucket.blockedUntil = Math.max(bucket.blockedUntil, now + wait)
-          // a burst of 429s is one misjudgement, not many: widen at most once per window
-          if (now - bucket.widenedAt >= windowMs) {
-            bucket.marginMs = Math.min(maxMarginMs, bucket.marginMs + marginStepMs)
-            bucket.widenedAt = now
+      // an answer with no limits and no 429 teaches nothing (the bucket is known from then on): the common case, in a step
+      info.limitRequests === undefined && info.limitTokens === undefined && status !== 429 ?
+        Effect.sync(() => void bucketOf(key, model)) :
+        Effect.gen(function*() {
+          const bucket = bucketOf(key, model)
+          const now = yield* Clock.currentTimeMillis
+          // Stryker disable next-line ObjectLiteral: waking the head when the limits did not change only makes it look again and sleep to the same moment
+          const before = { requests: bucket.requests, tokens: bucket.tokens }
+          if (info.limitRequests !== undefined && info.limitRequests > 0) {
+            bucket.requests = info.limitRequests
+            bucket.requestsSource = "header"
           }
-        }
-        // usage the server counts and this process did not send (another process on the key, or requests the
-        // server received later than they were sent here): counted until the server's reset, so that they leave
-        // the window when the server says its count drops
-        const serverRequests = info.limitRequests !== undefined && info.remainingRequests !== undefined
-          ? info.limitRequests - info.remainingRequests
-          : 0
-        const serverTokens = info.limitTokens !== undefined && info.remainingTokens !== undefined
-          ? info.limitTokens - info.remainingTokens
-          : 0
-        const ageOf = (reset: Duration.Duration | undefined) =>
-          Math.max(0, windowMs - (reset === undefined ? windowMs : Duration.toMillis(reset)))
-        if (serverRequests > 0 || serverTokens > 0) {
-          yield* settle(
-            bucket,
-            store.topUp(bucket.id, {
-              requests: serverRequests,
-              requestsAgeMs: ageOf(info.resetRequests),
-              tokens: serverTokens,
-              tokensAgeMs: ageOf(info.resetTokens)
-            }, windowOf(bucket))
-          )
-        }
-        // new limits may let the head of the line go sooner (or show it can never fit)
-        yield* limitsChanged ? released(bucket) : publish(bucket)
-      })
+          if (info.limitTokens !== undefined && info.limitTokens > 0) {
+            bucket.tokens = info.limitTokens
+            bucket.tokensSource = "header"
+          }
+          const limitsChanged = bucket.requests !== before.requests || bucket.tokens !== before.tokens
+          settleMargin(bucket, now)
+          if (status === 429) {
+            const wait = Option.match(info.serverWait, {
+              onNone: () => defaultBlockMs,
+              onSome: Duration.toMillis
+            })
+            bucket.blockedUntil = Math.max(bucket.blockedUntil, now + wait)
+            // a burst of 429s is one misjudgement, not many: widen at most once per window
+            if (now - bucket.widenedAt >= windowMs) {
+              bucket.marginMs = Math.min(maxMarginMs, bucket.marginMs + marginStepMs)
+              bucket.widenedAt = now
+            }
+          }
+          // usage the server counts and this process did not send (another process on the key, or requests the
+          // server received later than they were sent here): counted until the server's reset, so that they leave
+          // the window when the server says its count drops
+          const serverRequests = info.limitRequests !== undefined && info.remainingRequests !== undefined
+            ? info.limitRequests - info.remainingRequests
+            : 0
+          const serverTokens = info.limitTokens !== undefined && info.remainingTokens !== undefined
+            ? info.limitTokens - info.remainingTokens
+            : 0
+          const ageOf = (reset: Duration.Duration | undefined) =>
+            Math.max(0, windowMs - (reset === undefined ? windowMs : Duration.toMillis(reset)))
+          if (serverRequests > 0 || serverTokens > 0) {
+            yield* settle(
+              bucket,
+              store.topUp(bucket.id, {
+                requests: serverRequests,
+                requestsAgeMs: ageOf(info.resetRequests),
+                tokens: serverTokens,
+                tokensAgeMs: ageOf(info.resetTokens)
+              }, windowOf(bucket))
+            )
+          }
+          // new limits may let the head of the line go sooner (or show it can never fit)
+          yield* limitsChanged ? released(bucket) : publish(bucket)
+        })
 
     const learnModels: RateLimiter.Service["learnModels"] = (models) =>
       Effect.sync(() => {

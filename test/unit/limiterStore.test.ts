@@ -49,6 +49,39 @@ describe("LimiterStore.makeMemory", () => {
     // exactly the quota fits
     assert.strictEqual((await run(store.reserve("b", 100, limits)))._tag, "Admitted")
   })
+
+  it("reserve.now counts at once what reserve admits; a request that would wait, or a waiter in line, changes nothing", async () => {
+    const store = LimiterStore.makeMemory()
+    const now = store.reserve.now!
+    const limits = { requests: 2, tokens: 100, windowMs: 1000 }
+    const usageAt = (at: number, bucket = "b") => Effect.runPromise(atTime(at)(store.usage(bucket, 1000)))
+    assert.deepStrictEqual(now("b", 10, limits, 0), {
+      _tag: "Admitted",
+      id: 1,
+      usage: { requests: 1, tokens: 10, nextExpiryMs: 1000 }
+    })
+    assert.deepStrictEqual(now("b", 20, limits, 500)?.usage, { requests: 2, tokens: 30, nextExpiryMs: 500 })
+    // full: nothing counted
+    assert.isUndefined(now("b", 10, limits, 999))
+    assert.deepStrictEqual(await usageAt(999), { requests: 2, tokens: 30, nextExpiryMs: 1 })
+    // the first entry left the window: room again, counted as reserve would
+    assert.deepStrictEqual(now("b", 10, limits, 1000)?.usage, { requests: 2, tokens: 30, nextExpiryMs: 500 })
+    // more tokens than the whole quota: reserve says so, reserve.now leaves it to it
+    assert.isUndefined(now("b", 101, limits, 5000))
+    assert.deepStrictEqual(await usageAt(5000), { requests: 0, tokens: 0, nextExpiryMs: 0 })
+    // a waiter in the bucket's line keeps its turn: room comes back, but only reserve (for that waiter) admits
+    const run = <A>(at: number, effect: Effect.Effect<A, unknown>) => Effect.runPromise(atTime(at)(effect))
+    await run(10_000, store.reserve("c", 1, limits))
+    await run(10_000, store.reserve("c", 1, limits))
+    assert.strictEqual((await run(10_000, store.reserve("c", 1, limits, "w")))._tag, "Wait")
+    assert.isUndefined(now("c", 1, limits, 11_000))
+    assert.deepStrictEqual(await usageAt(11_000, "c"), { requests: 0, tokens: 0, nextExpiryMs: 0 })
+    assert.strictEqual((await run(11_000, store.reserve("c", 1, limits, "w")))._tag, "Admitted")
+    assert.strictEqual(now("c", 1, limits, 11_000)?._tag, "Admitted")
+    // a store that wraps reserve leaves reserve.now behind
+    const wrapped: LimiterStore.LimiterStore.Service = { ...store, reserve: (...args) => store.reserve(...args) }
+    assert.isUndefined(wrapped.reserve.now)
+  })
 })
 
 describe("the sliding-window arithmetic", () => {

@@ -10,6 +10,7 @@ import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
+import type * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import type { LimiterUnavailable, RequestTooLarge } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
@@ -265,6 +266,52 @@ describe("RateLimiter", () => {
       yield* first.reconcile(250)
       yield* Deferred.succeed(gate, undefined)
       yield* settled(second, "the head whose capacity came back during the store's answer")
+    }))
+
+  it.effect("a request to an idle bucket is admitted in one step by the store's reserve.now; a busy bucket's waits in line", () =>
+    Effect.gen(function*() {
+      const calls = { now: 0, reserve: 0 }
+      const counting = (withNow: boolean) =>
+        memoryStoreWith((inner) => {
+          const reserve: LimiterStore.LimiterStore.Service["reserve"] = (...args) => {
+            calls.reserve++
+            return inner.reserve(...args)
+          }
+          const now: LimiterStore.LimiterStore.ReserveNow = (...args) => {
+            calls.now++
+            return inner.reserve.now!(...args)
+          }
+          return { reserve: withNow ? Object.assign(reserve, { now }) : reserve }
+        })
+      const options = { margin: 0, window: "10 seconds", limits: { m: { rpm: 2, tpm: 1_000_000 } } } as const
+      const limiter = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(counting(true), options))
+      yield* limiter.acquire(ticket())
+      yield* limiter.acquire(ticket())
+      assert.deepStrictEqual(calls, { now: 2, reserve: 0 })
+      // the window is full: reserve.now changes nothing, the caller waits in line through reserve until it frees
+      const third = yield* Effect.fork(limiter.acquire(ticket()))
+      const permit = yield* driveUntilDone(third, "1 second")
+      assert.strictEqual(permit.tokens, 10)
+      assert.strictEqual(calls.now, 3)
+      assert.isAtLeast(calls.reserve, 2)
+      assert.strictEqual(yield* Clock.currentTimeMillis, 10_000)
+      // the window full again (one more goes at once), and while the line is busy no request asks past it
+      yield* limiter.acquire(ticket())
+      calls.reserve = 0
+      calls.now = 0
+      const waiting = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* Effect.yieldNow()
+      const behind = yield* Effect.fork(limiter.acquire(ticket()))
+      yield* driveUntilDone(waiting, "1 second")
+      yield* driveUntilDone(behind, "1 second")
+      assert.strictEqual(calls.now, 1, "only the first asked reserve.now: the second found the line busy")
+      assert.isAtLeast(calls.reserve, 2)
+      // a store without reserve.now: every request through reserve
+      calls.reserve = 0
+      const plain = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(counting(false), options))
+      yield* plain.acquire(ticket())
+      yield* plain.acquire(ticket())
+      assert.deepStrictEqual(calls.reserve, 2)
     }))
 
   it.effect("onGranted sees a permit granted just as its caller is interrupted, so that the caller can give it back", () =>
