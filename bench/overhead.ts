@@ -13,8 +13,8 @@ import OpenAI from "openai"
 import { request as undiciRequest } from "undici"
 import * as Node from "../src/layers/Node.js"
 import * as Chat from "../src/services/Chat.js"
-import { drain, fixed, listen, percentile, type Report, thousands, within } from "./common.js"
-import { profiled } from "./profile.js"
+import { drain, fixed, listen, percentile, type Report, textTable, thousands, within } from "./common.js"
+import { profiled, stepsOf } from "./profile.js"
 
 const sequentialCount = Number(process.env.BENCH_OVERHEAD_SEQUENTIAL ?? 2000)
 const concurrentCount = Number(process.env.BENCH_OVERHEAD_CONCURRENT ?? 10_000)
@@ -23,7 +23,7 @@ const warmup = 300
 const stepLimitMs = 120_000
 /** Rounds of every client; each figure is the round with the median requests/s. */
 const rounds = Number(process.env.BENCH_OVERHEAD_ROUNDS ?? 3)
-/** `npm run bench -- overhead --profile`: CPU profiles of this client's sequential loops, by package. */
+/** `npm run bench -- overhead --profile`: CPU profiles of this client's sequential loops by package, and the Effect steps per request. */
 const profile = process.argv.includes("--profile")
 
 const completion = Buffer.from(JSON.stringify({
@@ -161,11 +161,40 @@ export const run = async (): Promise<Report> => {
         traced: true
       }
     } as const
+    // the stack this client is built on, alone: @effect/platform's HttpClient over undici, the JSON parsed, nothing
+    // else (no decoding, retries, limiter or span of its own): the floor for any client on it
+    const platformSend = Effect.map(HttpClient.HttpClient, (client) =>
+      Effect.scoped(
+        Effect.flatMap(
+          client.execute(
+            HttpClientRequest.post(`${baseUrl}/chat/completions`).pipe(
+              HttpClientRequest.bearerToken(apiKey),
+              HttpClientRequest.bodyUnsafeJson(params)
+            )
+          ),
+          (response) => response.json
+        )
+      ))
     if (profile) {
+      // the Effect steps of one request: the fiber runtime's share of its cost, steady however busy the machine is
+      const steps: Array<Array<string>> = []
+      const countSteps = (name: string, send: Effect.Effect<unknown, unknown>) =>
+        Effect.map(stepsOf(send, 200), (counted) => {
+          steps.push([name, thousands(counted.steps), fixed(counted.fibers, 2)])
+        })
+      await Effect.runPromise(
+        Effect.flatMap(
+          platformSend,
+          (send) => Effect.zipRight(measureEffect(send, warmup, 1), countSteps("@effect/platform HttpClient", send))
+        ).pipe(
+          Effect.provide(NodeHttpClient.layerUndici)
+        )
+      )
       for (const [name, options] of Object.entries(ourOptions)) {
         const loop = Effect.gen(function*() {
           const send = (yield* Chat.Chat).create(params)
           yield* measureEffect(send, warmup, 1)
+          yield* countSteps(name, send)
           return yield* Effect.promise(() =>
             profiled(`${name}, sequential`, () => Effect.runPromise(measureEffect(send, sequentialCount, 1)))
           )
@@ -176,23 +205,12 @@ export const run = async (): Promise<Report> => {
           loop.pipe(Effect.provide(traced === true ? Layer.provideMerge(client, tracing) : client))
         )
       }
+      console.log("\n-- Effect steps and fibers per request (one at a time, 200 requests) --")
+      console.log(textTable(["client", "steps", "fibers"], steps))
     }
 
-    // the stack this client is built on, alone: @effect/platform's HttpClient over undici, the JSON parsed, nothing
-    // else (no decoding, retries, limiter or span of its own): the floor for any client on it
     const platform = Effect.gen(function*() {
-      const client = yield* HttpClient.HttpClient
-      const send = Effect.scoped(
-        Effect.flatMap(
-          client.execute(
-            HttpClientRequest.post(`${baseUrl}/chat/completions`).pipe(
-              HttpClientRequest.bearerToken(apiKey),
-              HttpClientRequest.bodyUnsafeJson(params)
-            )
-          ),
-          (response) => response.json
-        )
-      )
+      const send = yield* platformSend
       yield* measureEffect(send, warmup, 8)
       const sequential = yield* measureEffect(send, sequentialCount, 1)
       const concurrent = yield* measureEffect(send, concurrentCount, inFlight)

@@ -2,6 +2,10 @@
  * A CPU profile of a piece of a benchmark (the V8 sampling profiler, in process), summed by package: where the
  * time of a loop goes, as `npm run bench -- overhead --profile` prints it.
  */
+import * as Effect from "effect/Effect"
+import * as RuntimeFlags from "effect/RuntimeFlags"
+import * as RuntimeFlagsPatch from "effect/RuntimeFlagsPatch"
+import * as Supervisor from "effect/Supervisor"
 import { Session } from "node:inspector/promises"
 import { fixed, textTable } from "./common.js"
 
@@ -71,3 +75,33 @@ export const profiled = async <A>(label: string, body: () => Promise<A>, topFram
     console.log(textTable(["package", "frame", "share"], summary.frames.slice(0, topFrames)))
   }
 }
+
+/** Counts the steps Effect's runtime evaluates, and the fibers started, under it. */
+class StepCounter extends Supervisor.AbstractSupervisor<void> {
+  steps = 0
+  fibers = 0
+  readonly value = Effect.void
+  override onStart() {
+    this.fibers++
+  }
+  override onEffect() {
+    this.steps++
+  }
+}
+
+/**
+ * The Effect steps (flatMaps, syncs, asyncs...) and fibers one run of `send` takes, averaged over `count` runs one
+ * after the other: what a request costs the fiber runtime, a figure that does not swing with the machine's load.
+ */
+export const stepsOf = (send: Effect.Effect<unknown, unknown>, count: number) =>
+  Effect.suspend(() => {
+    const counter = new StepCounter()
+    const counted = Effect.withRuntimeFlagsPatch(
+      Effect.supervised(send, counter),
+      RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)
+    )
+    return Effect.as(
+      Effect.repeatN(counted, count - 1),
+      { steps: counter.steps / count, fibers: counter.fibers / count }
+    )
+  })
