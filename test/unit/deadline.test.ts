@@ -115,6 +115,27 @@ describe("deadlines", () => {
       assert.strictEqual(failureOf(yield* Fiber.poll(long)), "long passed")
     }))
 
+  it.scoped("after a limit passes, the timer sleeps until the earliest of every length still pending", () =>
+    Effect.gen(function*() {
+      const { within } = yield* Deadlines.make
+      const start = yield* Clock.currentTimeMillis
+      const first = yield* Effect.fork(within(Effect.never, [limit(1_000, "first")]))
+      const long = yield* Effect.fork(within(Effect.never, [limit(5_000, "long")]))
+      yield* settle
+      yield* at(start, 100)
+      const second = yield* Effect.fork(within(Effect.never, [limit(1_000, "second")]))
+      yield* settle
+      yield* at(start, 1_000)
+      assert.strictEqual(failureOf(yield* Fiber.poll(first)), "first passed")
+      yield* at(start, 1_099)
+      assert.isTrue(Option.isNone(yield* Fiber.poll(second)))
+      yield* at(start, 1_100)
+      assert.strictEqual(failureOf(yield* Fiber.poll(second)), "second passed")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(long)))
+      yield* at(start, 5_000)
+      assert.strictEqual(failureOf(yield* Fiber.poll(long)), "long passed")
+    }))
+
   it.scoped("a caller interrupted ends its attempt, whose finalizer runs before the interruption completes", () =>
     Effect.gen(function*() {
       const { within } = yield* Deadlines.make
@@ -131,12 +152,14 @@ describe("deadlines", () => {
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const { timing, within } = yield* Scope.extend(Deadlines.make, scope)
-      const start = yield* Clock.currentTimeMillis
-      // an unbounded limit needs no timer
+      // an unbounded limit needs no timer, and never passes
       const unbounded = yield* Effect.fork(within(Effect.never, [limit(Infinity, "never")]))
       yield* settle
       assert.isFalse(timing())
+      yield* TestClock.adjust("1000 days")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(unbounded)))
       yield* Fiber.interrupt(unbounded)
+      const start = yield* Clock.currentTimeMillis
       // two pending limits, one timer; it stops once the last attempt ended
       const first = yield* Effect.fork(within(Effect.sleep("1500 millis"), [limit(60_000, "total")]))
       const second = yield* Effect.fork(within(Effect.sleep("2000 millis"), [limit(60_000, "total")]))
