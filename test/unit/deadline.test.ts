@@ -148,7 +148,7 @@ describe("deadlines", () => {
       assert.isTrue(finalized)
     }))
 
-  it.effect("the one timer runs only while a limit is pending and its scope is open", () =>
+  it.effect("the one timer runs while a limit is pending, ends at its first look (every 2 s) with none, and with its scope", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const { timing, within } = yield* Scope.extend(Deadlines.make, scope)
@@ -160,21 +160,26 @@ describe("deadlines", () => {
       assert.isTrue(Option.isNone(yield* Fiber.poll(unbounded)))
       yield* Fiber.interrupt(unbounded)
       const start = yield* Clock.currentTimeMillis
-      // two pending limits, one timer; it stops once the last attempt ended
+      // two pending limits, one timer, which looks again at 2 s (their limits are a minute away)
       const first = yield* Effect.fork(within(Effect.sleep("1500 millis"), [limit(60_000, "total")]))
-      const second = yield* Effect.fork(within(Effect.sleep("2000 millis"), [limit(60_000, "total")]))
+      const second = yield* Effect.fork(within(Effect.sleep("2500 millis"), [limit(60_000, "total")]))
       yield* settle
       assert.isTrue(timing())
+      assert.deepStrictEqual([...(yield* TestClock.sleeps())].filter((end) => end > start + 2_500), [])
       yield* at(start, 1_500)
       assert.isTrue(Exit.isSuccess(yield* Fiber.await(first)))
       assert.isTrue(timing(), "the second attempt's limit is still pending")
-      yield* at(start, 2_000)
+      yield* at(start, 2_500)
       assert.isTrue(Exit.isSuccess(yield* Fiber.await(second)))
+      // nothing pending: the timer ends at its next look, at 4 s
+      yield* at(start, 3_999)
+      assert.isTrue(timing())
+      yield* at(start, 4_000)
       assert.isFalse(timing())
       // a limit that passed leaves nothing pending either
       const cut = yield* Effect.fork(within(Effect.never, [limit(1_000, "total")]))
       yield* settle
-      yield* at(start, 3_000)
+      yield* at(start, 5_000)
       assert.strictEqual(failureOf(yield* Fiber.poll(cut)), "total passed")
       assert.isFalse(timing())
       // the scope closed: the timer is gone, nothing of it fires any more

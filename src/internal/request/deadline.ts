@@ -1,7 +1,7 @@
 /**
  * The time limits of attempts on one timer. An attempt runs in a fiber of its own, cut when one of its limits
  * passes; no attempt sleeps: while any limit is pending, one fiber per transport sleeps on the `Clock` until the
- * earliest. (Effect's `timeoutFail` forks a second fiber per attempt to sleep, and merges the attempt's fiber back
+ * earliest, looking again every 2 seconds at most (it ends at a look that finds nothing pending). (Effect's `timeoutFail` forks a second fiber per attempt to sleep, and merges the attempt's fiber back
  * into its caller's.)
  * @internal
  */
@@ -12,6 +12,9 @@ import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+
+/** The longest the timer sleeps before it looks again. */
+const lookAgainMs = 2_000
 
 /** A time limit of an attempt, from its start. */
 export interface Limit<E> {
@@ -30,12 +33,12 @@ interface Entry {
 /** Runs effects within time limits, on one timer. */
 export interface Deadlines {
   readonly within: <A, E, E2>(effect: Effect.Effect<A, E>, limits: ReadonlyArray<Limit<E2>>) => Effect.Effect<A, E | E2>
-  /** Whether the timer runs (it does only while a limit is pending, and its scope is open). */
+  /** Whether the timer runs (it does while a limit is pending, until its next look after, and its scope is open). */
   readonly timing: () => boolean
 }
 
 /**
- * The timer of one transport, stopped with `scope` or when no limit is pending. Its pending moments are kept by their limit's length: limits of
+ * The timer of one transport, stopped with `scope`, or at a look that finds no limit pending. Its pending moments are kept by their limit's length: limits of
  * one length end in the order they started (the clock does not go back), so each group's first ends first.
  */
 export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(function*() {
@@ -73,13 +76,15 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
         if (own !== generation) return Effect.void
         const now = clock.unsafeCurrentTimeMillis()
         fireDue(now)
-        target = earliest()
-        // nothing pending that can pass (the attempts of limits that passed remove them as they end, and stop it)
-        // Stryker disable next-line BlockStatement: the timer would sleep without end until `remove` stops it
-        if (target === Infinity) {
+        const next = earliest()
+        if (next === Infinity) {
+          target = Infinity
           timer = undefined
           return Effect.void
         }
+        // it looks again every few seconds, and ends when nothing is pending: no timer keeps the process alive for long
+        // after the last attempt, and one timer serves attempts one after another
+        target = Math.min(next, now + lookAgainMs)
         return Effect.zipRight(Effect.sleep(Duration.millis(target - now)), tick(own))
       })
     )
@@ -110,8 +115,6 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
   const remove = (length: number, entry: Entry) => {
     const group = groups.get(length)
     if (group?.delete(entry) === true && group.size === 0) groups.delete(length)
-    // nothing pending: no timer is left to keep the process alive
-    if (groups.size === 0) stop()
   }
   yield* Effect.addFinalizer(() =>
     Effect.sync(() => {
