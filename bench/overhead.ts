@@ -325,9 +325,10 @@ export const run = async (): Promise<Report> => {
     notes: [
       "The @effect/platform row is the floor for any client on the stack this one is built on (its `HttpClient`, " +
       "which opens a span per request of its own). `npm run bench -- overhead --profile` prints where this " +
-      "client's time goes, by package: about half is Effect's fiber runtime running the steps of a request (no " +
-      "single hot spot), then Node.js and undici, garbage collection, and this client's own code (about a tenth: " +
-      "the limiter's admission, the token estimate, parsing and decoding the answer)."
+      "client's time goes, by package, and the Effect steps and fibers one request takes for each client: about " +
+      "half of the time is Effect's fiber runtime running those steps (no single hot spot), then Node.js and " +
+      "undici, garbage collection, and this client's own code (about a tenth: the limiter's admission, the token " +
+      "estimate, parsing and decoding the answer)."
     ]
   }
 }

@@ -100,8 +100,9 @@ export const stepsOf = (send: Effect.Effect<unknown, unknown>, count: number) =>
       Effect.supervised(send, counter),
       RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)
     )
-    return Effect.as(
+    // read once the runs are done
+    return Effect.map(
       Effect.repeatN(counted, count - 1),
-      { steps: counter.steps / count, fibers: counter.fibers / count }
+      () => ({ steps: counter.steps / count, fibers: counter.fibers / count })
     )
   })
