@@ -28,6 +28,7 @@ export const groups = {
     "src/internal/request/attempt.ts",
     "src/internal/request/decode.ts",
     "src/internal/request/events.ts",
+    "src/internal/request/instruments.ts",
     "src/internal/request/operation.ts",
     "src/internal/request/permit.ts",
     "src/internal/request/retry.ts",

@@ -45,6 +45,7 @@ import * as Credentials from "../internal/request/credentials.js"
 import * as Deadlines from "../internal/request/deadline.js"
 import { decodeJson } from "../internal/request/decode.js"
 import { decodeJsonEvents, eventsOf, expectEventStream } from "../internal/request/events.js"
+import { answeredWith } from "../internal/request/instruments.js"
 import * as Operation from "../internal/request/operation.js"
 import { reconcile } from "../internal/request/permit.js"
 import { retrying } from "../internal/request/retry.js"
@@ -127,7 +128,7 @@ export const make: Effect.Effect<
           Effect.tap((value) =>
             options.span === undefined
               ? reconcile(permit, value)
-              : Effect.zipRight(reconcile(permit, value), Operation.answeredWith(options, value))
+              : Effect.zipRight(reconcile(permit, value), answeredWith(options, value))
           ),
           Effect.map((value) => ({ value, response: meta }))
         )

@@ -19,7 +19,7 @@ import { isModelOperation, ResponseSummary } from "../telemetry.js"
 import { readBounded } from "../transport.js"
 import type { Sent } from "./attempt.js"
 import { decoder } from "./decode.js"
-import { answered } from "./operation.js"
+import { answered } from "./instruments.js"
 import { reconcile, usageTotal } from "./permit.js"
 
 /** A 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show. */

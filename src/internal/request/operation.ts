@@ -1,34 +1,22 @@
 /**
  * A request as one operation: its span, opened when the first attempt leaves the limiter's line (a caller waiting
- * there holds no span), its metrics, and its attempts, the first one admitted before anything else is built.
+ * there holds no span), its metrics (`instruments.ts`), and its attempts, the first one admitted before anything else is built.
  * Every service's requests get their span here, named and annotated by `telemetry.ts`.
  * @internal
  */
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
-import * as MetricKey from "effect/MetricKey"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Metrics from "../../layers/ClientMetrics.js"
 import type { ApiError } from "../../schemas/Errors.js"
 import type { RequestOptions } from "../../services/InferenceHttpClient.js"
-import {
-  isModelOperation,
-  operationDurationKey,
-  providerName,
-  ResponseSummary,
-  type Server,
-  spanOf,
-  tokenUsageKey
-} from "../telemetry.js"
+import { isModelOperation, type Server, spanOf } from "../telemetry.js"
 import type { Admissions, FirstAdmission } from "./admission.js"
+import { errorTypeOf, recordDuration } from "./instruments.js"
 
 /**
  * The first per-request time limit that is not a duration, if any: checked before the request waits in the
@@ -42,96 +30,6 @@ const invalidDuration = (options: RequestOptions): string | undefined => {
   ] as const
   return limits.find(([, value]) => value !== undefined && Option.isNone(Duration.decodeUnknown(value)))?.[0]
 }
-
-/** A model operation's histograms, tagged with its operation, provider and model. */
-interface Instruments {
-  readonly duration: (errorType: string | undefined) => Metric.Metric.Histogram<number>
-  readonly input: Metric.Metric.Histogram<number>
-  readonly output: Metric.Metric.Histogram<number>
-}
-
-const labelled = (key: MetricKey.MetricKey.Histogram, tags: ReadonlyArray<readonly [string, string]>) =>
-  Metric.fromMetricKey(MetricKey.taggedWithLabels(key, tags.map(([name, value]) => MetricLabel.make(name, value))))
-
-/**
- * The instruments of each operation and model, made once: a metric tagged per update (`Metric.tagged`) looks its
- * series up in the registry at every update, one made from its tagged key keeps it.
- */
-const instruments = new Map<string, Instruments>()
-
-const instrumentsOf = (operation: string, model: string | undefined): Instruments => {
-  const id = `${operation}\u0000${model ?? ""}`
-  const known = instruments.get(id)
-  if (known !== undefined) return known
-  const tags: Array<readonly [string, string]> = [
-    ["gen_ai.operation.name", operation],
-    ["gen_ai.provider.name", providerName]
-  ]
-  if (model !== undefined) tags.push(["gen_ai.request.model", model])
-  const ok = labelled(operationDurationKey, tags)
-  const failed = new Map<string, Metric.Metric.Histogram<number>>()
-  const made: Instruments = {
-    duration: (errorType) => {
-      if (errorType === undefined) return ok
-      const metric = failed.get(errorType) ?? labelled(operationDurationKey, [...tags, ["error.type", errorType]])
-      failed.set(errorType, metric)
-      return metric
-    },
-    input: labelled(tokenUsageKey, [...tags, ["gen_ai.token.type", "input"]]),
-    output: labelled(tokenUsageKey, [...tags, ["gen_ai.token.type", "output"]])
-  }
-  // a bound on what a stream of distinct model names could hold: past it, the oldest are made again when used
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: instruments made again are the same series, only slower
-  if (instruments.size >= 1_000) instruments.delete(instruments.keys().next().value!)
-  instruments.set(id, made)
-  return made
-}
-
-/**
- * Shows what a model operation's answer (a JSON body, or a stream's events read into `summary`) said: the
- * response attributes on the current span, and the tokens it used.
- */
-export const answered = (
-  operation: string,
-  model: string | undefined,
-  summary: ResponseSummary
-): Effect.Effect<void> => {
-  const { input, output } = instrumentsOf(operation, model)
-  return Effect.zipRight(
-    Effect.annotateCurrentSpan(summary.attributes()),
-    // both observations in one step, with the fiber's metric labels as `Metric.update` would add them
-    Effect.flatMap(FiberRef.get(FiberRef.currentMetricLabels), (labels) =>
-      Effect.sync(() => {
-        if (summary.inputTokens !== undefined) input.unsafeUpdate(summary.inputTokens, labels)
-        if (summary.outputTokens !== undefined) output.unsafeUpdate(summary.outputTokens, labels)
-      }))
-  )
-}
-
-/** `answered` for one decoded JSON body, when the request runs a model (another's answer is no model's). */
-export const answeredWith = (options: RequestOptions, value: unknown): Effect.Effect<void> => {
-  const operation = options.span?.operation
-  if (!isModelOperation(operation)) return Effect.void
-  const summary = new ResponseSummary()
-  summary.observe(value)
-  return answered(operation, options.model, summary)
-}
-
-/** `error.type`: the client's tag of a failure (`RateLimited`, `Timeout`...); nothing for an interruption. */
-const errorTypeOf = (exit: Exit.Exit<unknown, ApiError>): string | undefined =>
-  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause))?._tag : undefined
-
-/** Records a model operation's duration, tagged with its error's type when it failed. */
-const recordDuration = (
-  options: RequestOptions,
-  operation: string,
-  startMs: number,
-  errorType: string | undefined
-): Effect.Effect<void> =>
-  Effect.flatMap(
-    Clock.currentTimeMillis,
-    (end) => Metric.update(instrumentsOf(operation, options.model).duration(errorType), (end - startMs) / 1000)
-  )
 
 /** The route an admission took, as `aifs.route` says it. */
 const routeOf = (options: RequestOptions, first: FirstAdmission) =>
