@@ -353,15 +353,19 @@ export const makeMemory = (): LimiterStore.Infallible => {
     }
     return bucket
   }
+  /** The bucket at `now`: entries out of the window and waiters gone late dropped. */
+  const prunedAt = (name: string, windowMs: number, now: number): Bucket => {
+    const bucket = bucketOf(name)
+    bucket.entries.prune(now, windowMs)
+    dropLate(bucket.waiters, now)
+    return bucket
+  }
   /** Runs `f` on the bucket, pruned, at the clock's now. */
   const at = <A>(name: string, windowMs: number, f: (bucket: Bucket, now: number) => A): Effect.Effect<A> =>
     Effect.clockWith((clock) =>
       Effect.sync(() => {
         const now = clock.unsafeCurrentTimeMillis()
-        const bucket = bucketOf(name)
-        bucket.entries.prune(now, windowMs)
-        dropLate(bucket.waiters, now)
-        return f(bucket, now)
+        return f(prunedAt(name, windowMs, now), now)
       })
     )
   /** Wakes the waiter first in line: now if it awaits `released`, else at its next `released` (kept for it). */
@@ -391,9 +395,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
   }
 
   const reserveNow: LimiterStore.ReserveNow = (name, tokens, limits, now) => {
-    const bucket = bucketOf(name)
-    bucket.entries.prune(now, limits.windowMs)
-    dropLate(bucket.waiters, now)
+    const bucket = prunedAt(name, limits.windowMs, now)
     if (bucket.waiters.length > 0 || tokens > limits.tokens) return undefined
     const { requestsWaitMs, tokensWaitMs } = bucket.entries.waitFor(now, tokens, limits)
     return requestsWaitMs > 0 || tokensWaitMs > 0 ? undefined : admit(bucket, tokens, now, limits.windowMs)

@@ -973,62 +973,66 @@ export const make = (
         return usage.requests + 1 > bucket.requests || usage.tokens + request.tokens > bucket.tokens
       })
 
+    /** What an answer's limits, remaining counts and status teach the bucket. */
+    const learnFrom = (key: string, model: string, info: RateLimitInfo, status: number) =>
+      Effect.gen(function*() {
+        const bucket = bucketOf(key, model)
+        const now = yield* Clock.currentTimeMillis
+        // Stryker disable next-line ObjectLiteral: waking the head when the limits did not change only makes it look again and sleep to the same moment
+        const before = { requests: bucket.requests, tokens: bucket.tokens }
+        if (info.limitRequests !== undefined && info.limitRequests > 0) {
+          bucket.requests = info.limitRequests
+          bucket.requestsSource = "header"
+        }
+        if (info.limitTokens !== undefined && info.limitTokens > 0) {
+          bucket.tokens = info.limitTokens
+          bucket.tokensSource = "header"
+        }
+        const limitsChanged = bucket.requests !== before.requests || bucket.tokens !== before.tokens
+        settleMargin(bucket, now)
+        if (status === 429) {
+          const wait = Option.match(info.serverWait, {
+            onNone: () => defaultBlockMs,
+            onSome: Duration.toMillis
+          })
+          bucket.blockedUntil = Math.max(bucket.blockedUntil, now + wait)
+          // a burst of 429s is one misjudgement, not many: widen at most once per window
+          if (now - bucket.widenedAt >= windowMs) {
+            bucket.marginMs = Math.min(maxMarginMs, bucket.marginMs + marginStepMs)
+            bucket.widenedAt = now
+          }
+        }
+        // usage the server counts and this process did not send (another process on the key, or requests the
+        // server received later than they were sent here): counted until the server's reset, so that they leave
+        // the window when the server says its count drops
+        const serverRequests = info.limitRequests !== undefined && info.remainingRequests !== undefined
+          ? info.limitRequests - info.remainingRequests
+          : 0
+        const serverTokens = info.limitTokens !== undefined && info.remainingTokens !== undefined
+          ? info.limitTokens - info.remainingTokens
+          : 0
+        const ageOf = (reset: Duration.Duration | undefined) =>
+          Math.max(0, windowMs - (reset === undefined ? windowMs : Duration.toMillis(reset)))
+        if (serverRequests > 0 || serverTokens > 0) {
+          yield* settle(
+            bucket,
+            store.topUp(bucket.id, {
+              requests: serverRequests,
+              requestsAgeMs: ageOf(info.resetRequests),
+              tokens: serverTokens,
+              tokensAgeMs: ageOf(info.resetTokens)
+            }, windowOf(bucket))
+          )
+        }
+        // new limits may let the head of the line go sooner (or show it can never fit)
+        yield* limitsChanged ? released(bucket) : publish(bucket)
+      })
+
     const learn: RateLimiter.Service["learn"] = (key, model, info, status) =>
       // an answer with no limits and no 429 teaches nothing (the bucket is known from then on): the common case, in a step
-      info.limitRequests === undefined && info.limitTokens === undefined && status !== 429 ?
-        Effect.sync(() => void bucketOf(key, model)) :
-        Effect.gen(function*() {
-          const bucket = bucketOf(key, model)
-          const now = yield* Clock.currentTimeMillis
-          // Stryker disable next-line ObjectLiteral: waking the head when the limits did not change only makes it look again and sleep to the same moment
-          const before = { requests: bucket.requests, tokens: bucket.tokens }
-          if (info.limitRequests !== undefined && info.limitRequests > 0) {
-            bucket.requests = info.limitRequests
-            bucket.requestsSource = "header"
-          }
-          if (info.limitTokens !== undefined && info.limitTokens > 0) {
-            bucket.tokens = info.limitTokens
-            bucket.tokensSource = "header"
-          }
-          const limitsChanged = bucket.requests !== before.requests || bucket.tokens !== before.tokens
-          settleMargin(bucket, now)
-          if (status === 429) {
-            const wait = Option.match(info.serverWait, {
-              onNone: () => defaultBlockMs,
-              onSome: Duration.toMillis
-            })
-            bucket.blockedUntil = Math.max(bucket.blockedUntil, now + wait)
-            // a burst of 429s is one misjudgement, not many: widen at most once per window
-            if (now - bucket.widenedAt >= windowMs) {
-              bucket.marginMs = Math.min(maxMarginMs, bucket.marginMs + marginStepMs)
-              bucket.widenedAt = now
-            }
-          }
-          // usage the server counts and this process did not send (another process on the key, or requests the
-          // server received later than they were sent here): counted until the server's reset, so that they leave
-          // the window when the server says its count drops
-          const serverRequests = info.limitRequests !== undefined && info.remainingRequests !== undefined
-            ? info.limitRequests - info.remainingRequests
-            : 0
-          const serverTokens = info.limitTokens !== undefined && info.remainingTokens !== undefined
-            ? info.limitTokens - info.remainingTokens
-            : 0
-          const ageOf = (reset: Duration.Duration | undefined) =>
-            Math.max(0, windowMs - (reset === undefined ? windowMs : Duration.toMillis(reset)))
-          if (serverRequests > 0 || serverTokens > 0) {
-            yield* settle(
-              bucket,
-              store.topUp(bucket.id, {
-                requests: serverRequests,
-                requestsAgeMs: ageOf(info.resetRequests),
-                tokens: serverTokens,
-                tokensAgeMs: ageOf(info.resetTokens)
-              }, windowOf(bucket))
-            )
-          }
-          // new limits may let the head of the line go sooner (or show it can never fit)
-          yield* limitsChanged ? released(bucket) : publish(bucket)
-        })
+      info.limitRequests === undefined && info.limitTokens === undefined && status !== 429
+        ? Effect.sync(() => void bucketOf(key, model))
+        : learnFrom(key, model, info, status)
 
     const learnModels: RateLimiter.Service["learnModels"] = (models) =>
       Effect.sync(() => {

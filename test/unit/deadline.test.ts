@@ -38,6 +38,15 @@ const failureOf = <A, E>(exit: Option.Option<Exit.Exit<A, E>>) =>
     ? Option.getOrUndefined(Cause.failureOption(exit.value.cause))
     : undefined
 
+/** `fiber` still runs 1 ms before `millis` from `start`, and is cut by the limit `name` at it. */
+const cutExactlyAt = <A, E>(fiber: Fiber.Fiber<A, E>, start: number, millis: number, name: string) =>
+  Effect.gen(function*() {
+    yield* at(start, millis - 1)
+    assert.isTrue(Option.isNone(yield* Fiber.poll(fiber)), `${name}: still running 1 ms before its limit`)
+    yield* at(start, millis)
+    assert.strictEqual(failureOf(yield* Fiber.poll(fiber)), `${name} passed`)
+  })
+
 describe("deadlines", () => {
   it.scoped("an attempt that outlasts its limit is cut exactly then, its finalizer run before the Timeout", () =>
     Effect.gen(function*() {
@@ -105,14 +114,8 @@ describe("deadlines", () => {
       yield* at(start, 100)
       const short = yield* Effect.fork(within(Effect.never, [limit(200, "short")]))
       yield* settle
-      yield* at(start, 299)
-      assert.isTrue(Option.isNone(yield* Fiber.poll(short)))
-      yield* at(start, 300)
-      assert.strictEqual(failureOf(yield* Fiber.poll(short)), "short passed")
-      yield* at(start, 9_999)
-      assert.isTrue(Option.isNone(yield* Fiber.poll(long)))
-      yield* at(start, 10_000)
-      assert.strictEqual(failureOf(yield* Fiber.poll(long)), "long passed")
+      yield* cutExactlyAt(short, start, 300, "short")
+      yield* cutExactlyAt(long, start, 10_000, "long")
     }))
 
   it.scoped("after a limit passes, the timer sleeps until the earliest of every length still pending", () =>
@@ -125,15 +128,9 @@ describe("deadlines", () => {
       yield* at(start, 100)
       const second = yield* Effect.fork(within(Effect.never, [limit(1_000, "second")]))
       yield* settle
-      yield* at(start, 1_000)
-      assert.strictEqual(failureOf(yield* Fiber.poll(first)), "first passed")
-      yield* at(start, 1_099)
-      assert.isTrue(Option.isNone(yield* Fiber.poll(second)))
-      yield* at(start, 1_100)
-      assert.strictEqual(failureOf(yield* Fiber.poll(second)), "second passed")
-      assert.isTrue(Option.isNone(yield* Fiber.poll(long)))
-      yield* at(start, 5_000)
-      assert.strictEqual(failureOf(yield* Fiber.poll(long)), "long passed")
+      yield* cutExactlyAt(first, start, 1_000, "first")
+      yield* cutExactlyAt(second, start, 1_100, "second")
+      yield* cutExactlyAt(long, start, 5_000, "long")
     }))
 
   it.scoped("a caller interrupted ends its attempt, whose finalizer runs before the interruption completes", () =>
@@ -176,10 +173,22 @@ describe("deadlines", () => {
       assert.isTrue(timing())
       yield* at(start, 4_000)
       assert.isFalse(timing())
+      // attempts one after another share the timer: none starts a timer (a sleep) of its own
+      const sleepsBefore = (yield* TestClock.sleeps()).length
+      yield* within(Effect.void, [limit(60_000, "total")])
+      yield* settle
+      assert.isTrue(timing())
+      const sleepsAfterFirst = (yield* TestClock.sleeps()).length
+      for (let i = 0; i < 5; i++) yield* within(Effect.void, [limit(60_000, "total")])
+      yield* settle
+      assert.strictEqual(sleepsAfterFirst, sleepsBefore + 1)
+      assert.strictEqual((yield* TestClock.sleeps()).length, sleepsAfterFirst)
+      yield* at(start, 6_000)
+      assert.isFalse(timing())
       // a limit that passed leaves nothing pending either
       const cut = yield* Effect.fork(within(Effect.never, [limit(1_000, "total")]))
       yield* settle
-      yield* at(start, 5_000)
+      yield* at(start, 7_000)
       assert.strictEqual(failureOf(yield* Fiber.poll(cut)), "total passed")
       assert.isFalse(timing())
       // the scope closed: the timer is gone, nothing of it fires any more

@@ -1,8 +1,8 @@
 /**
  * The time limits of attempts on one timer. An attempt runs in a fiber of its own, cut when one of its limits
  * passes; no attempt sleeps: while any limit is pending, one fiber per transport sleeps on the `Clock` until the
- * earliest, looking again every 2 seconds at most (it ends at a look that finds nothing pending). (Effect's `timeoutFail` forks a second fiber per attempt to sleep, and merges the attempt's fiber back
- * into its caller's.)
+ * earliest, looking again every 2 seconds at most. (Effect's `timeoutFail` forks a second fiber per attempt to
+ * sleep, and merges the attempt's fiber back into its caller's.)
  * @internal
  */
 import * as Duration from "effect/Duration"
@@ -38,8 +38,9 @@ export interface Deadlines {
 }
 
 /**
- * The timer of one transport, stopped with `scope`, or at a look that finds no limit pending. Its pending moments are kept by their limit's length: limits of
- * one length end in the order they started (the clock does not go back), so each group's first ends first.
+ * The timer of one transport, stopped with `scope`, or at a look that finds no limit pending. Its pending moments
+ * are kept by their limit's length: limits of one length end in the order they started (the clock does not go
+ * back), so each group's first ends first.
  */
 export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(function*() {
   const runtime = yield* Effect.runtime<never>()
@@ -82,7 +83,7 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
           timer = undefined
           return Effect.void
         }
-        // it looks again every few seconds, and ends when nothing is pending: no timer keeps the process alive for long
+        // it looks again every 2 s at most and ends when nothing is pending: no timer keeps the process alive for long
         // after the last attempt, and one timer serves attempts one after another
         target = Math.min(next, now + lookAgainMs)
         return Effect.zipRight(Effect.sleep(Duration.millis(target - now)), tick(own))
