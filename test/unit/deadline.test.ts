@@ -39,7 +39,7 @@ const failureOf = <A, E>(exit: Option.Option<Exit.Exit<A, E>>) =>
     : undefined
 
 /** `fiber` still runs 1 ms before `millis` from `start`, and is cut by the limit `name` at it. */
-const cutExactlyAt = <A, E>(fiber: Fiber.Fiber<A, E>, start: number, millis: number, name: string) =>
+const cutExactlyAt = <A>(fiber: Fiber.Fiber<A, string>, start: number, millis: number, name: string) =>
   Effect.gen(function*() {
     yield* at(start, millis - 1)
     assert.isTrue(Option.isNone(yield* Fiber.poll(fiber)), `${name}: still running 1 ms before its limit`)
