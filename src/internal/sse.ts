@@ -1,74 +1,112 @@
 /**
- * Bytes of a response body to server-sent events, with `@effect/experimental`'s SSE parser driven chunk by
- * chunk (no fiber or mailbox per event).
+ * Bytes of a response body to server-sent events: a reader that takes network chunks synchronously (no fiber,
+ * mailbox or stream stage per event), cuts them into lines and feeds `@effect/experimental`'s SSE parser a line
+ * at a time.
  * @internal
  */
 import * as Sse from "@effect/experimental/Sse"
-import * as Chunk from "effect/Chunk"
+import type * as Chunk from "effect/Chunk"
 import * as Stream from "effect/Stream"
 import { DecodeError } from "../schemas/Errors.js"
-
-const stop: unique symbol = Symbol("effect-aifs/sse-stop")
+import { mapChunksUntil } from "./chunked.js"
 
 /** The largest event accepted (1 MiB): a bigger one means a broken or hostile server. */
 export const maxEventSize = 1024 * 1024
 
+/** Reads one event stream's bytes; `failure` is set once the stream is broken, and nothing is read after it. */
+export interface EventReader {
+  /** The events the chunk's bytes complete, up to a failure. */
+  readonly read: (chunk: Chunk.Chunk<Uint8Array>) => Array<Sse.Event>
+  /** At the end of the bytes: the line begun and not ended is a line (it cannot complete an event). */
+  readonly end: () => Array<Sse.Event>
+  readonly failure: () => DecodeError | undefined
+}
+
+/**
+ * A reader of one event stream. Lines end at `\r\n`, `\n` or `\r`, also across chunks; the line begun is bounded
+ * while it has not ended, so that a server sending bytes without a line break cannot fill the memory. A `retry:`
+ * field is ignored: this client never reconnects.
+ */
+export const eventReader = (endpoint: string): EventReader => {
+  const text = new TextDecoder()
+  let parsed: Array<Sse.Event> = []
+  const parser = Sse.makeParser((event) => {
+    if (event._tag === "Event") parsed.push(event)
+  }, { maxEventSize })
+  let failure: DecodeError | undefined
+  /** The line begun in an earlier chunk, and whether that chunk ended in `\r` (a `\n` first in the next is its). */
+  let begun = ""
+  let afterCr = false
+  const tooLarge = (detail: string) => {
+    failure = new DecodeError({ message: `server-sent event too large: ${detail}`, endpoint, excerpt: "" })
+  }
+  // whole lines into the parser: it rescans its buffer from the start on each feed, which is quadratic in the
+  // size of a piece carrying many lines
+  const line = (content: string) => {
+    const error = parser.feed(`${content}\n`)
+    if (error !== undefined) tooLarge(error.message)
+  }
+  const lines = (piece: string) => {
+    if (piece === "") return
+    let from = afterCr && piece.charCodeAt(0) === 10 ? 1 : 0
+    afterCr = false
+    let lf = piece.indexOf("\n", from)
+    let cr = piece.indexOf("\r", from)
+    while ((lf >= 0 || cr >= 0) && failure === undefined) {
+      const at = cr < 0 || (lf >= 0 && lf < cr) ? lf : cr
+      line(begun === "" ? piece.slice(from, at) : begun + piece.slice(from, at))
+      begun = ""
+      from = at === cr && lf === cr + 1 ? at + 2 : at + 1
+      if (at === cr && from === piece.length) afterCr = true
+      // a break not found stays not found: no rescan to the end per line
+      if (lf >= 0 && lf < from) lf = piece.indexOf("\n", from)
+      if (cr >= 0 && cr < from) cr = piece.indexOf("\r", from)
+    }
+    if (failure !== undefined) return
+    begun = begun + piece.slice(from)
+    if (begun.length > maxEventSize) tooLarge(`a line longer than ${maxEventSize} characters`)
+  }
+  const taken = () => {
+    const events = parsed
+    parsed = []
+    return events
+  }
+  return {
+    read: (chunk) => {
+      for (const bytes of chunk) {
+        if (failure !== undefined) break
+        lines(text.decode(bytes, { stream: true }))
+      }
+      return taken()
+    },
+    end: () => {
+      if (begun !== "" && failure === undefined) line(begun)
+      begun = ""
+      return taken()
+    },
+    failure: () => failure
+  }
+}
+
 /**
  * Decodes a body into events. An oversized event fails with `DecodeError` after the events before it, never a
- * defect. A `retry:` field is ignored: this client never reconnects.
+ * defect.
  */
 export const decodeEvents = <E>(
   body: Stream.Stream<Uint8Array, E>,
   endpoint: string
 ): Stream.Stream<Sse.Event, E | DecodeError> =>
   Stream.suspend(() => {
-    let parsed: Array<Sse.Event> = []
-    let failure: DecodeError | undefined
-    const parser = Sse.makeParser((event) => {
-      if (event._tag === "Event") parsed.push(event)
-    }, { maxEventSize })
-    const tooLarge = (detail: string) =>
-      new DecodeError({ message: `server-sent event too large: ${detail}`, endpoint, excerpt: "" })
-    // a line is buffered whole before the parser sees it: bound it here, so that a server sending bytes without
-    // a line break cannot fill the memory
-    let lineLength = 0
-    const text = Stream.decodeText(body).pipe(
-      Stream.mapChunks((texts) => {
-        const out: Array<string | typeof stop> = []
-        for (const piece of texts) {
-          const lastBreak = Math.max(piece.lastIndexOf("\n"), piece.lastIndexOf("\r"))
-          lineLength = lastBreak < 0 ? lineLength + piece.length : piece.length - lastBreak - 1
-          out.push(piece)
-          if (lineLength > maxEventSize) {
-            failure = tooLarge(`a line longer than ${maxEventSize} characters`)
-            out.push(stop)
-            break
-          }
-        }
-        return Chunk.unsafeFromArray(out)
-      }),
-      Stream.takeWhile((piece): piece is string => piece !== stop)
+    const reader = eventReader(endpoint)
+    const events = mapChunksUntil(
+      body,
+      (chunk) => {
+        const values = reader.read(chunk)
+        return { values, done: reader.failure() !== undefined }
+      },
+      reader.end
     )
-    const events = Stream.splitLines(text).pipe(
-      // whole lines into the parser: it rescans its buffer from the start on each feed, which is quadratic in
-      // the size of a network chunk carrying many events
-      Stream.mapChunks((lines) => {
-        let oversized = false
-        for (const line of lines) {
-          const error = parser.feed(`${line}\n`)
-          if (error !== undefined) {
-            failure = tooLarge(error.message)
-            oversized = true
-            break
-          }
-        }
-        const out: Array<Sse.Event | typeof stop> = parsed
-        parsed = []
-        // the stream ends within this chunk, without waiting for more bytes
-        if (oversized) out.push(stop)
-        return Chunk.unsafeFromArray(out)
-      }),
-      Stream.takeWhile((event): event is Sse.Event => event !== stop)
-    )
-    return Stream.concat(events, Stream.suspend(() => failure === undefined ? Stream.empty : Stream.fail(failure)))
+    return Stream.concat(events, Stream.suspend(() => failedWith(reader.failure())))
   })
+
+const failedWith = (failure: DecodeError | undefined) => failure === undefined ? Stream.empty : Stream.fail(failure)

@@ -44,12 +44,13 @@ import * as Attempt from "../internal/request/attempt.js"
 import * as Credentials from "../internal/request/credentials.js"
 import * as Deadlines from "../internal/request/deadline.js"
 import { decodeJson } from "../internal/request/decode.js"
-import { decodeJsonEvents, eventsOf, expectEventStream } from "../internal/request/events.js"
+import { decodeJsonEvents, expectEventStream, timedBody } from "../internal/request/events.js"
 import { answeredWith } from "../internal/request/instruments.js"
 import * as Operation from "../internal/request/operation.js"
 import { reconcile } from "../internal/request/permit.js"
 import { retrying } from "../internal/request/retry.js"
 import * as Wire from "../internal/request/wire.js"
+import { decodeEvents } from "../internal/sse.js"
 import { serverOf } from "../internal/telemetry.js"
 import * as Transport from "../internal/transport.js"
 import type { ApiError } from "../schemas/Errors.js"
@@ -88,6 +89,7 @@ export const make: Effect.Effect<
   const admissions = limiter === undefined ? undefined : Admission.make(limiter, credentials.keyId, line)
   const { admitted, admittedStream } = Operation.make(admissions, serverOf(config.baseUrl))
   const prepare = Wire.preparer(config, credentials)
+  const deadlines = yield* Deadlines.make
 
   const attempt = Attempt.make({
     admissions,
@@ -96,7 +98,7 @@ export const make: Effect.Effect<
       limiter === undefined ? Effect.void : limiter.learn(key ?? credentials.keyId(), model, info, status),
     prepare,
     send: Wire.sender(client, config, redact),
-    deadlines: yield* Deadlines.make
+    deadlines
   })
 
   /** The attempts of one request, retried by the policy unless the request says not to, and renewed after a 401. */
@@ -159,7 +161,7 @@ export const make: Effect.Effect<
     const opened = attempt(request, options, "text/event-stream", expectEventStream(redact), first)
     return Effect.map(
       renewing(retrying(policy, request, opened, options), options.retry),
-      (sent) => ({ sent, events: eventsOf(sent, idle) })
+      (sent) => ({ sent, body: timedBody(sent, idle, deadlines) })
     )
   }
 
@@ -171,7 +173,11 @@ export const make: Effect.Effect<
       Stream.unwrap(
         Effect.map(
           open(request, options, first),
-          ({ events }) => Stream.map(events, (event): ServerSentEvent => ({ event: event.event, data: event.data }))
+          ({ body, sent }) =>
+            Stream.map(
+              decodeEvents(body, sent.endpoint),
+              (event): ServerSentEvent => ({ event: event.event, data: event.data })
+            )
         )
       ))
 
@@ -184,9 +190,9 @@ export const make: Effect.Effect<
       request,
       options,
       (first) =>
-        Stream.unwrap(Effect.map(open(request, options, first), ({ events, sent }) => {
+        Stream.unwrap(Effect.map(open(request, options, first), ({ body, sent }) => {
           const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
-          return decodeJsonEvents(sent, events, schema, terminator, options, redact)
+          return decodeJsonEvents(sent, body, schema, terminator, options, redact)
         }))
     )
 

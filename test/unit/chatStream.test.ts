@@ -10,6 +10,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
+import { maxEventSize } from "../../src/internal/sse.js"
 import * as Testing from "../../src/layers/Testing.js"
 import { ChatCompletion, ChatCompletionChunk, isFunctionCall } from "../../src/schemas/Chat.js"
 import { Completion } from "../../src/schemas/Completions.js"
@@ -95,6 +96,19 @@ describe("Chat.createStream", () => {
       const { items } = yield* runStream({ sse: [delta({ content: "a" }), "[DONE]", delta({ content: "b" })] })
       assert.strictEqual(rights(items).map((c) => c.text).join(""), "a")
       assert.isTrue(items.every(Either.isRight))
+    }))
+
+  it.effect("ends at [DONE] even when an event too large to read follows it in the same network chunk", () =>
+    Effect.gen(function*() {
+      const { items } = yield* runStream({
+        sse: [delta({ content: "a" }), "[DONE]", "x".repeat(maxEventSize + 10)],
+        done: false
+      })
+      assert.strictEqual(rights(items).map((c) => c.text).join(""), "a")
+      assert.isTrue(items.every(Either.isRight))
+      // the same event before [DONE] breaks the stream
+      const broken = yield* runStream({ sse: [delta({ content: "a" }), "x".repeat(maxEventSize + 10)] })
+      assert.strictEqual(lastError(broken.items)?._tag, "DecodeError")
     }))
 
   it.effect("an error event mid-stream yields the chunks before it, then fails with RateLimited for code 429", () =>

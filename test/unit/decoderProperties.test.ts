@@ -4,6 +4,7 @@
  * the error mapping; arbitrary header values to the header parser. Each answers a value or a typed error,
  * never a defect (a throw, or a `die` in the Cause).
  */
+import * as Sse from "@effect/experimental/Sse"
 import * as Headers from "@effect/platform/Headers"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
@@ -503,6 +504,28 @@ describe("the SSE decoder, on bad input", () => {
         )
       }),
       { numRuns: 150 }
+    )
+  })
+
+  // the reader cuts lines itself and feeds the parser a line at a time (the parser rescans its buffer per line, and
+  // fed many lines at once, a \r\n can make it skip the blank line after the next line): the reference cuts the
+  // whole text with a regular expression
+  it("SSE-looking text in any chunks gives the events of its lines (\\n, \\r\\n or \\r) fed one by one", () => {
+    FastCheck.assert(
+      FastCheck.property(sseText, FastCheck.array(FastCheck.nat(), { maxLength: 6 }), (text, offsets) => {
+        const bytes = encoder.encode(text)
+        const expected: Array<Sse.Event> = []
+        const parser = Sse.makeParser((event) => {
+          if (event._tag === "Event") expected.push(event)
+        })
+        // as the reader's decoder reads the bytes: a leading byte order mark is dropped
+        const lines = new TextDecoder().decode(bytes).split(/\r\n|\r|\n/)
+        // the last is the line begun (empty after a break), fed at the end
+        for (const line of lines.at(-1) === "" ? lines.slice(0, -1) : lines) parser.feed(`${line}\n`)
+        const exit = runEvents(cut(bytes, offsets))
+        assert.deepStrictEqual(Exit.map(exit, (events) => [...events]), Exit.succeed(expected), JSON.stringify(text))
+      }),
+      { numRuns: 300 }
     )
   })
 

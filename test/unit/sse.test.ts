@@ -1,6 +1,7 @@
 /**
- * The SSE decoder's bound on a line: a server that sends bytes without a line break cannot fill the memory,
- * however the bytes are cut into network chunks, and a line of exactly the limit still passes.
+ * The SSE decoder's lines: its bound on a line (a server that sends bytes without a line break cannot fill the
+ * memory, however the bytes are cut into network chunks, and a line of exactly the limit still passes), and its line
+ * breaks (\n, \r\n, a lone \r) wherever the bytes are cut.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
@@ -96,6 +97,16 @@ describe("SSE decoding: the bound on a line", () => {
       if (Either.isLeft(result)) {
         assert.strictEqual(result.left._tag, "DecodeError")
         assert.include(result.left.message, "server-sent event too large")
+      }
+    }))
+
+  it.effect("line breaks of every kind mean the same wherever the bytes are cut, a \\r\\n cut in two included", () =>
+    Effect.gen(function*() {
+      const text = "data: a\r\ndata: b\r\n\r\ndata: c\rdata: d\r\rid: 1\ndata: e\n\n"
+      const events = ["a\nb", "c\nd", "e"]
+      for (let at = 0; at <= text.length; at++) {
+        assert.deepStrictEqual(yield* decode(text, [at]), Either.right(events), `cut at ${at}`)
+        assert.deepStrictEqual(yield* decode(text, [at, at + 1]), Either.right(events), `cut at ${at} and ${at + 1}`)
       }
     }))
 })

@@ -16,6 +16,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as Testing from "../../src/layers/Testing.js"
 import type { ApiError } from "../../src/schemas/Errors.js"
@@ -171,6 +172,34 @@ describe("the events of a JSON stream", () => {
       Testing.httpClient(() => ({ sse: [7, "\"x\"", "null", { usage: 3 }, { usage: null }] })),
       { limiter: { reconcile: "actual" } }
     ))))
+})
+
+describe("the time limits of a stream", () => {
+  it.effect("a consumer that takes longer than the total limit gets no more bytes: its next pull is Timeout(total)", () => {
+    // a server that never stops: one event per read, as many as asked for
+    let sent = 0
+    const endless = () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull: (controller) => controller.enqueue(encoder.encode(`data: {"n":${sent++}}\n\n`))
+        }),
+        { status: 200, headers: eventStream }
+      )
+    return Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      const values: Array<unknown> = []
+      const exit = yield* Effect.exit(
+        Stream.runForEach(
+          http.jsonStream(HttpClientRequest.post("/chat/completions"), Schema.Unknown, { timeout: "10 seconds" }),
+          // the first value takes the consumer 11 s: the bytes already read ahead are not given to it
+          (value) => Effect.zipRight(Effect.sync(() => values.push(value)), TestClock.adjust("11 seconds"))
+        )
+      )
+      assert.deepStrictEqual(values, [{ n: 0 }])
+      assert.isAbove(sent, 1, "the server had sent more")
+      assert.strictEqual(ending(exit), "Timeout: stream not finished within 10s")
+    }).pipe(Effect.provide(plain(answering(endless))))
+  })
 })
 
 describe("the usage that settles a stream's reservation", () => {

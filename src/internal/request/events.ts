@@ -1,23 +1,24 @@
 /**
- * Reading a response as a stream: the events of an event stream within the idle and total limits, and their
- * payloads decoded as JSON a network chunk at a time.
+ * Reading a response as a stream: its bytes within the idle and total limits, and the payloads of its events
+ * decoded as JSON a network chunk at a time, in one stage.
  * @internal
  */
-import * as Chunk from "effect/Chunk"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { type ApiError, DecodeError, Timeout, TransportError } from "../../schemas/Errors.js"
 import type { ServerSentEvent } from "../../services/InferenceHttpClient.js"
 import type { RequestOptions } from "../../services/InferenceHttpClient.js"
+import { mapChunksUntil, type Stepped } from "../chunked.js"
 import { excerpt, fromHttpClientError, fromStreamError } from "../errors.js"
-import { decodeEvents } from "../sse.js"
+import { eventReader } from "../sse.js"
 import { isModelOperation, ResponseSummary } from "../telemetry.js"
 import { readBounded } from "../transport.js"
 import type { Sent } from "./attempt.js"
+import type { Deadlines, Limit } from "./deadline.js"
 import { decoder } from "./decode.js"
 import { answered } from "./instruments.js"
 import { reconcile, usageTotal } from "./permit.js"
@@ -38,36 +39,42 @@ export const expectEventStream = (redact: (text: string) => string) => (sent: Se
     ))
 }
 
-/** The events of an opened stream: the idle limit between chunks, what is left of the total limit from sending. */
-export const eventsOf = ({ endpoint, response, sentAt, timeouts }: Sent, idle: Duration.Duration) =>
-  decodeEvents(
-    response.stream.pipe(
-      Stream.mapError((error) => fromHttpClientError(error, endpoint)),
-      Stream.timeoutFail(
-        () =>
-          new Timeout({ message: `stream idle for ${Duration.format(idle)}`, endpoint, timeout: "idle", after: idle }),
-        idle
-      ),
-      Stream.interruptWhen(
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.zipRight(
-            Effect.sleep(Math.max(0, Duration.toMillis(timeouts.total) - (now - sentAt))),
-            Effect.fail(
-              new Timeout({
-                message: `stream not finished within ${Duration.format(timeouts.total)}`,
-                endpoint,
-                timeout: "total",
-                after: timeouts.total
-              })
-            )
-          ))
+/**
+ * The bytes of an opened stream, each pull within the idle limit and what is left of the total limit from sending,
+ * on the transport's timer (no fiber sleeps per pull, and none races the stream).
+ */
+export const timedBody = (
+  { endpoint, response, sentAt, timeouts }: Sent,
+  idle: Duration.Duration,
+  deadlines: Deadlines
+) => {
+  const idleLimit: Limit<Option.Option<Timeout>> = {
+    after: idle,
+    error: () =>
+      Option.some(
+        new Timeout({ message: `stream idle for ${Duration.format(idle)}`, endpoint, timeout: "idle", after: idle })
       )
-    ),
-    endpoint
-  )
-
-/** Marks the end of a stream's values within a chunk. */
-const stop: unique symbol = Symbol("effect-aifs/stream-stop")
+  }
+  const totalMs = Duration.toMillis(timeouts.total)
+  const totalError = () =>
+    Option.some(
+      new Timeout({
+        message: `stream not finished within ${Duration.format(timeouts.total)}`,
+        endpoint,
+        timeout: "total",
+        after: timeouts.total
+      })
+    )
+  const body = Stream.mapError(response.stream, (error) => fromHttpClientError(error, endpoint))
+  return Stream.fromPull(Effect.map(Stream.toPull(body), (pull) =>
+    Effect.clockWith((clock) => {
+      const left = totalMs - (clock.unsafeCurrentTimeMillis() - sentAt)
+      // a consumer that pulls after the total limit passed gets no more bytes
+      return left <= 0
+        ? Effect.fail(totalError())
+        : deadlines.within(pull, [idleLimit, { after: Duration.millis(left), error: totalError }])
+    })))
+}
 
 const isErrorPayload = (data: unknown): boolean =>
   typeof data === "object" && data !== null && "error" in data && !("choices" in data) &&
@@ -81,7 +88,7 @@ const isErrorPayload = (data: unknown): boolean =>
  */
 export const decodeJsonEvents = <A, I>(
   sent: Sent,
-  events: Stream.Stream<ServerSentEvent, ApiError>,
+  body: Stream.Stream<Uint8Array, ApiError>,
   schema: Schema.Schema<A, I>,
   terminator: string | null,
   options: RequestOptions,
@@ -93,6 +100,7 @@ export const decodeJsonEvents = <A, I>(
   const { endpoint, meta, permit } = sent
   const context = { endpoint, requestId: meta.requestId, rateLimit: meta.rateLimit }
   const decode = decoder(schema, endpoint, redact)
+  const reader = eventReader(endpoint)
   let ended = false
   let failure: ApiError | undefined
   let usage: A | undefined
@@ -114,37 +122,36 @@ export const decodeJsonEvents = <A, I>(
     if (isErrorPayload(data.right)) return Either.left(errorOf(event.data))
     return decode.value(data.right, event.data, meta)
   }
-  const valuesOf = (chunk: Chunk.Chunk<ServerSentEvent>) => {
-    const values: Array<A | typeof stop> = []
-    for (const event of chunk) {
+  /** The values of one chunk of bytes: its events decoded, up to the terminator or a failure. */
+  const valuesOf = (events: ReadonlyArray<ServerSentEvent>): Stepped<A> => {
+    const values: Array<A> = []
+    for (const event of events) {
       const data = event.data.trim()
       if (data === "") continue
       if (data === terminator) {
         ended = true
-        values.push(stop)
         break
       }
       const value = decodeEvent(event)
       if (Either.isLeft(value)) {
         failure = value.left
-        values.push(stop)
         break
       }
       if (usageTotal(value.right) !== undefined) usage = value.right
       answer?.summary.observe(value.right)
       values.push(value.right)
     }
-    return Chunk.unsafeFromArray(values)
+    if (!ended) failure ??= reader.failure()
+    return { values, done: ended || failure !== undefined }
   }
-  const body = events.pipe(
-    Stream.mapChunks(valuesOf),
-    Stream.takeWhile((value): value is A => value !== stop),
-    // however the stream ends (done, failed, interrupted, or its consumer stopped early), the usage it saw settles
-    // the reservation
-    Stream.ensuring(Effect.suspend(() => reconcile(permit, usage)))
-  )
+  const values = mapChunksUntil(body, (chunk) => valuesOf(reader.read(chunk)), () => valuesOf(reader.end()).values)
+    .pipe(
+      // however the stream ends (done, failed, interrupted, or its consumer stopped early), the usage it saw settles
+      // the reservation
+      Stream.ensuring(Effect.suspend(() => reconcile(permit, usage)))
+    )
   return Stream.concat(
-    body,
+    values,
     Stream.suspend(() => {
       const end = failure !== undefined
         ? Stream.fail(failure)
