@@ -11,9 +11,9 @@ import { drain, fixed, listen, percentile, type Report, thousands, within } from
 
 /** Stream lengths, in chunks (BENCH_STREAMING_CHUNKS: a comma-separated list), and repetitions of each. */
 const sizes = (process.env.BENCH_STREAMING_CHUNKS ?? "1000,20000,100000").split(",").map(Number)
-const repetitionsOf = (chunks: number) => chunks <= 1000 ? 15 : chunks <= 20_000 ? 7 : 3
+const repetitionsOf = (chunks: number) => chunks <= 1000 ? 60 : chunks <= 20_000 ? 7 : 3
 /** Warm-ups of each client before measuring: enough for the code of both to be compiled by the JIT. */
-const warmupsOf = (chunks: number) => chunks <= 1000 ? 20 : 2
+const warmupsOf = (chunks: number) => chunks <= 1000 ? 50 : 2
 const stepLimitMs = 60_000
 const model = "Llama-3.3-70B-Instruct"
 const apiKey = "gen-benchbenchbenchbenchbenchbenchbenchbenchbenchbe"
@@ -139,7 +139,7 @@ export const run = async (): Promise<Report> => {
     how: `A node:http server on 127.0.0.1 answers every request with the same pre-built SSE body of ` +
       `${sizes.map(thousands).join(", ")} \`chat.completion.chunk\` events (role, content pieces, finish, usage) ` +
       `and \`[DONE]\` (${figures.map((f) => `${(f.bytes / 1e6).toFixed(1)} MB`).join(", ")}), written at once. ` +
-      `Each client streams it (15, 7 or 3 times by length) after warm-ups (20 for the shortest, else 2), alternating; chunks/s = chunks ` +
+      `Each client streams it (60, 7 or 3 times by length: a short stream's time swings most) after warm-ups (50 for the shortest, else 2), alternating; chunks/s = chunks ` +
       `decoded / time from request to the end of the stream. effect-aifs: \`Chat.createStream\` with ` +
       `\`Node.layer\`'s defaults (the limiter on, with the model's limits far above the load; retries on), ` +
       `schema-decoded \`ChatCompletionChunk\`s counted with \`Stream.runCount\`; openai: \`for await\` over ` +
