@@ -7,6 +7,7 @@
  * import * as HttpClient from "@effect/platform/HttpClient"
  * import { ClientConfig, Inference, InferenceHttp, Models, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
  * import * as Layer from "effect/Layer"
  *
  * // what the transport adds to a service's relative request: the base URL and the key
@@ -34,6 +35,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
@@ -43,7 +45,7 @@ import * as Admission from "../internal/request/admission.js"
 import * as Attempt from "../internal/request/attempt.js"
 import * as Credentials from "../internal/request/credentials.js"
 import * as Deadlines from "../internal/request/deadline.js"
-import { decodeJson } from "../internal/request/decode.js"
+import { decoder } from "../internal/request/decode.js"
 import { decodeJsonEvents, expectEventStream, timedBody } from "../internal/request/events.js"
 import { answeredWith } from "../internal/request/instruments.js"
 import * as Operation from "../internal/request/operation.js"
@@ -125,15 +127,18 @@ export const make: Effect.Effect<
       options,
       "application/json",
       ({ endpoint, meta, permit, response }) =>
-        Transport.readText(response, endpoint).pipe(
-          Effect.flatMap((text) => decodeJson(schema, text, meta, endpoint, redact)),
-          Effect.tap((value) =>
-            options.span === undefined
-              ? reconcile(permit, value)
-              : Effect.zipRight(reconcile(permit, value), answeredWith(options, value))
-          ),
-          Effect.map((value) => ({ value, response: meta }))
-        )
+        Effect.flatMap(Transport.readText(response, endpoint), (text) => {
+          const decoded = decoder(schema, endpoint, redact).text(text, meta)
+          if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
+          const value = decoded.right
+          // the usage it reports settles the permit; a model's answer shows on its span and in its metrics
+          const settled = permit === undefined
+            ? answeredWith(options, value)
+            : options.span === undefined
+            ? reconcile(permit, value)
+            : Effect.zipRight(reconcile(permit, value), answeredWith(options, value))
+          return Effect.as(settled, { value, response: meta })
+        })
     )
 
   const text = (

@@ -73,14 +73,6 @@ interface Outcome {
   readonly unsettled: (exit: Exit.Exit<unknown, unknown>) => Effect.Effect<void>
 }
 
-/** The outcome of an attempt without a limiter: nothing to settle or learn. */
-const unlimited = (): Outcome => ({
-  sending: false,
-  settled: false,
-  settle: Effect.succeed,
-  unsettled: () => Effect.void
-})
-
 /** The reader of an attempt's response. */
 export type Read<A> = (sent: Sent) => Effect.Effect<A, ApiError>
 
@@ -92,7 +84,7 @@ export const make = (deps: Deps) => {
     options: RequestOptions,
     accept: string,
     permit: Permit | undefined,
-    outcome: Outcome,
+    outcome: Outcome | undefined,
     read: Read<A>
   ) =>
     Effect.clockWith((clock) => {
@@ -101,13 +93,17 @@ export const make = (deps: Deps) => {
       // a first-byte limit no shorter than the total one could never pass first: one limit is enough
       const firstByte = Duration.lessThan(timeouts.firstByte, timeouts.total)
       let responded = false
-      const exchanged = Effect.suspend(() => {
+      const sent = deps.send(prepared, endpoint, firstByte ? () => (responded = true) : undefined)
+      const answered = ([response, meta]: readonly [HttpClientResponse.HttpClientResponse, ResponseMetadata]) =>
+        read({ response, meta, endpoint, permit, timeouts, sentAt })
+      // without a limiter, nothing to settle or learn: the answer goes straight to its reader
+      const exchanged = outcome === undefined ? Effect.flatMap(sent, answered) : Effect.suspend(() => {
         outcome.sending = true
-        return deps.send(prepared, endpoint, firstByte ? () => (responded = true) : undefined)
+        return sent
       }).pipe(
         Effect.catchAll((error) => Effect.flatMap(outcome.settle(error), (settled) => Effect.fail(settled ?? error))),
         Effect.tap(([, meta]) => outcome.settle(undefined, meta)),
-        Effect.flatMap(([response, meta]) => read({ response, meta, endpoint, permit, timeouts, sentAt }))
+        Effect.flatMap(answered)
       )
       const total = { after: timeouts.total, error: () => totalTimedOut(timeouts.total, endpoint) }
       return deps.deadlines.within(
@@ -128,7 +124,7 @@ export const make = (deps: Deps) => {
     options: RequestOptions,
     accept: string,
     read: Read<A>
-  ) => exchange(request, options, accept, undefined, unlimited(), read)
+  ) => exchange(request, options, accept, undefined, undefined, read)
 
   /**
    * An attempt through the rate limiter: takes the first admission or waits for capacity, sends, learns from the

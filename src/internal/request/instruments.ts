@@ -71,15 +71,18 @@ export const answered = (
   summary: ResponseSummary
 ): Effect.Effect<void> => {
   const { input, output } = instrumentsOf(operation, model)
-  return Effect.zipRight(
-    Effect.annotateCurrentSpan(summary.attributes()),
-    // both observations in one step, with the fiber's metric labels as `Metric.update` would add them
-    Effect.flatMap(FiberRef.get(FiberRef.currentMetricLabels), (labels) =>
-      Effect.sync(() => {
-        if (summary.inputTokens !== undefined) input.unsafeUpdate(summary.inputTokens, labels)
-        if (summary.outputTokens !== undefined) output.unsafeUpdate(summary.outputTokens, labels)
-      }))
-  )
+  // the span's attributes and both observations in one step, with the fiber's metric labels as `Metric.update`
+  // would add them
+  return Effect.withFiberRuntime((fiber) => {
+    const span = fiber.currentSpan
+    if (span?._tag === "Span") {
+      for (const [key, value] of Object.entries(summary.attributes())) span.attribute(key, value)
+    }
+    const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
+    if (summary.inputTokens !== undefined) input.unsafeUpdate(summary.inputTokens, labels)
+    if (summary.outputTokens !== undefined) output.unsafeUpdate(summary.outputTokens, labels)
+    return Effect.void
+  })
 }
 
 /** `answered` for one decoded JSON body, when the request runs a model (another's answer is no model's). */
@@ -106,3 +109,27 @@ export const recordDuration = (
     Clock.currentTimeMillis,
     (end) => Metric.update(instrumentsOf(operation, options.model).duration(errorType), (end - startMs) / 1000)
   )
+
+/**
+ * The end of an operation that has a span, in one step: `error.type` on the span when it failed and, for a model
+ * operation, its duration from `startMs` on `clock`.
+ */
+export const ended = (
+  options: RequestOptions,
+  operation: string | undefined,
+  startMs: number,
+  clock: Clock.Clock,
+  exit: Exit.Exit<unknown, ApiError>
+): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) => {
+    const errorType = errorTypeOf(exit)
+    const span = fiber.currentSpan
+    if (errorType !== undefined && span?._tag === "Span") span.attribute("error.type", errorType)
+    if (isModelOperation(operation)) {
+      instrumentsOf(operation, options.model).duration(errorType).unsafeUpdate(
+        (clock.unsafeCurrentTimeMillis() - startMs) / 1000,
+        fiber.getFiberRef(FiberRef.currentMetricLabels)
+      )
+    }
+    return Effect.void
+  })

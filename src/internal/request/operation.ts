@@ -16,7 +16,7 @@ import type { ApiError } from "../../schemas/Errors.js"
 import type { RequestOptions } from "../../services/InferenceHttpClient.js"
 import { isModelOperation, type Server, spanOf } from "../telemetry.js"
 import type { Admissions, FirstAdmission } from "./admission.js"
-import { errorTypeOf, recordDuration } from "./instruments.js"
+import { ended, recordDuration } from "./instruments.js"
 
 /**
  * The first per-request time limit that is not a duration, if any: checked before the request waits in the
@@ -71,14 +71,10 @@ export const traced = <A>(
   const op = options.span
   if (op === undefined) return effect
   const operation = op.operation
-  const tagged = Effect.tapError(effect, (error) => Effect.annotateCurrentSpan("error.type", error._tag))
-  // only a model operation's duration is a metric
-  const timed = !isModelOperation(operation) ?
-    tagged :
-    Effect.flatMap(
-      Clock.currentTimeMillis,
-      (start) => Effect.onExit(tagged, (exit) => recordDuration(options, operation, start, errorTypeOf(exit)))
-    )
+  const timed = Effect.clockWith((clock) => {
+    const start = clock.unsafeCurrentTimeMillis()
+    return Effect.onExit(effect, (exit) => ended(options, operation, start, clock, exit))
+  })
   return Effect.withSpan(timed, ...spanOptions(op, options, server, false, extras(options, first, waitedMs)))
 }
 
