@@ -15,6 +15,7 @@ export const groups = {
     "src/internal/errors.ts",
     "src/internal/redact.ts",
     "src/internal/sse.ts",
+    "src/internal/chunked.ts",
     "src/layers/RetryPolicy.ts"
   ],
   limiter: ["src/layers/RateLimiter.ts", "src/layers/LimiterStore.ts", "src/internal/learning.ts"],

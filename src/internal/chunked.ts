@@ -15,13 +15,11 @@ export interface Stepped<B> {
 
 /**
  * `self`, each chunk turned into values by `step`, until a step says the stream is done (the rest of `self` is not
- * read, and its finalizers run); `end` gives the values after the last chunk when `self` ends first. A failure of
- * `self` passes through.
+ * read, and its finalizers run) or `self` ends. A failure of `self` passes through.
  */
 export const mapChunksUntil = <A, E, R, B>(
   self: Stream.Stream<A, E, R>,
-  step: (chunk: Chunk.Chunk<A>) => Stepped<B>,
-  end: () => ReadonlyArray<B>
+  step: (chunk: Chunk.Chunk<A>) => Stepped<B>
 ): Stream.Stream<B, E, R> => {
   const write = (values: ReadonlyArray<B>) =>
     values.length === 0 ? Channel.void : Channel.write(Chunk.unsafeFromArray(values))
@@ -31,7 +29,7 @@ export const mapChunksUntil = <A, E, R, B>(
       return done ? write(values) : Channel.flatMap(write(values), () => loop)
     },
     onFailure: Channel.failCause,
-    onDone: () => write(end())
+    onDone: () => Channel.void
   })
   return Stream.pipeThroughChannel(self, loop)
 }

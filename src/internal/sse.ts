@@ -13,58 +13,73 @@ import { mapChunksUntil } from "./chunked.js"
 /** The largest event accepted (1 MiB): a bigger one means a broken or hostile server. */
 export const maxEventSize = 1024 * 1024
 
-/** Reads one event stream's bytes; `failure` is set once the stream is broken, and nothing is read after it. */
+/**
+ * Text cut into lines at `\r\n`, `\n` or `\r`, across the pieces it comes in (a `\r` that ends a piece and a `\n`
+ * that starts the next are one break). Holds only the line begun.
+ */
+export class Lines {
+  private begun = ""
+  private afterCr = false
+
+  /** The length of the line begun and not ended. */
+  get pending(): number {
+    return this.begun.length
+  }
+
+  /** The lines `piece` ends. */
+  push(piece: string): Array<string> {
+    const lines: Array<string> = []
+    if (piece === "") return lines
+    let from = this.afterCr && piece.charCodeAt(0) === 10 ? 1 : 0
+    this.afterCr = false
+    let lf = piece.indexOf("\n", from)
+    let cr = piece.indexOf("\r", from)
+    while (lf >= 0 || cr >= 0) {
+      const at = lf < 0 || (cr >= 0 && cr < lf) ? cr : lf
+      lines.push(this.begun + piece.slice(from, at))
+      this.begun = ""
+      // a \r last in the piece: a \n first in the next is part of its break
+      this.afterCr = at === cr && at === piece.length - 1
+      from = at === cr && lf === cr + 1 ? at + 2 : at + 1
+      // a break not found stays not found: no scan to the end of the piece per line
+      // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: looking again finds the same break, only slower
+      if (lf >= 0 && lf < from) lf = piece.indexOf("\n", from)
+      // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: looking again finds the same break, only slower
+      if (cr >= 0 && cr < from) cr = piece.indexOf("\r", from)
+    }
+    this.begun += piece.slice(from)
+    return lines
+  }
+}
+
+/** Reads one event stream's bytes; `failure` is set once the stream is broken (it ends there: read no more). */
 export interface EventReader {
-  /** The events the chunk's bytes complete, up to a failure. */
+  /** The events the chunk's bytes complete, up to a failure (a line begun when the bytes end completes none). */
   readonly read: (chunk: Chunk.Chunk<Uint8Array>) => Array<Sse.Event>
-  /** At the end of the bytes: the line begun and not ended is a line (it cannot complete an event). */
-  readonly end: () => Array<Sse.Event>
   readonly failure: () => DecodeError | undefined
 }
 
 /**
- * A reader of one event stream. Lines end at `\r\n`, `\n` or `\r`, also across chunks; the line begun is bounded
- * while it has not ended, so that a server sending bytes without a line break cannot fill the memory. A `retry:`
- * field is ignored: this client never reconnects.
+ * A reader of one event stream: its bytes cut into lines, each fed to the parser; the line begun is bounded while it
+ * has not ended, so that a server sending bytes without a line break cannot fill the memory. A `retry:` field is
+ * ignored: this client never reconnects.
  */
 export const eventReader = (endpoint: string): EventReader => {
   const text = new TextDecoder()
+  const lines = new Lines()
   let parsed: Array<Sse.Event> = []
   const parser = Sse.makeParser((event) => {
     if (event._tag === "Event") parsed.push(event)
   }, { maxEventSize })
   let failure: DecodeError | undefined
-  /** The line begun in an earlier chunk, and whether that chunk ended in `\r` (a `\n` first in the next is its). */
-  let begun = ""
-  let afterCr = false
   const tooLarge = (detail: string) => {
     failure = new DecodeError({ message: `server-sent event too large: ${detail}`, endpoint, excerpt: "" })
   }
   // whole lines into the parser: it rescans its buffer from the start on each feed, which is quadratic in the
   // size of a piece carrying many lines
-  const line = (content: string) => {
-    const error = parser.feed(`${content}\n`)
+  const feed = (line: string) => {
+    const error = parser.feed(`${line}\n`)
     if (error !== undefined) tooLarge(error.message)
-  }
-  const lines = (piece: string) => {
-    if (piece === "") return
-    let from = afterCr && piece.charCodeAt(0) === 10 ? 1 : 0
-    afterCr = false
-    let lf = piece.indexOf("\n", from)
-    let cr = piece.indexOf("\r", from)
-    while ((lf >= 0 || cr >= 0) && failure === undefined) {
-      const at = cr < 0 || (lf >= 0 && lf < cr) ? lf : cr
-      line(begun === "" ? piece.slice(from, at) : begun + piece.slice(from, at))
-      begun = ""
-      from = at === cr && lf === cr + 1 ? at + 2 : at + 1
-      if (at === cr && from === piece.length) afterCr = true
-      // a break not found stays not found: no rescan to the end per line
-      if (lf >= 0 && lf < from) lf = piece.indexOf("\n", from)
-      if (cr >= 0 && cr < from) cr = piece.indexOf("\r", from)
-    }
-    if (failure !== undefined) return
-    begun = begun + piece.slice(from)
-    if (begun.length > maxEventSize) tooLarge(`a line longer than ${maxEventSize} characters`)
   }
   const taken = () => {
     const events = parsed
@@ -74,14 +89,15 @@ export const eventReader = (endpoint: string): EventReader => {
   return {
     read: (chunk) => {
       for (const bytes of chunk) {
-        if (failure !== undefined) break
-        lines(text.decode(bytes, { stream: true }))
+        for (const line of lines.push(text.decode(bytes, { stream: true }))) {
+          feed(line)
+          if (failure !== undefined) return taken()
+        }
+        if (lines.pending > maxEventSize) {
+          tooLarge(`a line longer than ${maxEventSize} characters`)
+          return taken()
+        }
       }
-      return taken()
-    },
-    end: () => {
-      if (begun !== "" && failure === undefined) line(begun)
-      begun = ""
       return taken()
     },
     failure: () => failure
@@ -98,14 +114,10 @@ export const decodeEvents = <E>(
 ): Stream.Stream<Sse.Event, E | DecodeError> =>
   Stream.suspend(() => {
     const reader = eventReader(endpoint)
-    const events = mapChunksUntil(
-      body,
-      (chunk) => {
-        const values = reader.read(chunk)
-        return { values, done: reader.failure() !== undefined }
-      },
-      reader.end
-    )
+    const events = mapChunksUntil(body, (chunk) => {
+      const values = reader.read(chunk)
+      return { values, done: reader.failure() !== undefined }
+    })
     return Stream.concat(events, Stream.suspend(() => failedWith(reader.failure())))
   })
 

@@ -6,11 +6,16 @@
 import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import type * as MetricLabel from "effect/MetricLabel"
 import * as Stream from "effect/Stream"
 import { type ApiError, Timeout, TransportError } from "../schemas/Errors.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
+import { ResponseMetadata } from "../services/InferenceHttpClient.js"
 import { fromHttpClientError, fromResponse } from "./errors.js"
 import { parseRateLimitInfo, requestId } from "./headers.js"
 
@@ -52,8 +57,8 @@ export const readBounded = (response: HttpClientResponse.HttpClientResponse) =>
 
 /** What `send` takes besides the request. */
 export interface SendOptions {
-  /** Sees every status that came back. */
-  readonly observe?: ((status: number) => Effect.Effect<void>) | undefined
+  /** Sees every status that came back, with the fiber's metric labels (synchronously: no step of its own). */
+  readonly observe?: ((status: number, labels: ReadonlyArray<MetricLabel.MetricLabel>) => void) | undefined
   /** The connect timeout the HTTP client applies, to name it when it fires. */
   readonly connect: Duration.Duration
 }
@@ -94,7 +99,7 @@ export const send = (
   endpoint: string,
   redact: (text: string) => string,
   options: SendOptions
-): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseInfo], ApiError> => {
+): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseMetadata], ApiError> => {
   const execute = client.execute(request).pipe(
     Effect.mapError((error): ApiError =>
       error._tag === "RequestError" && isConnectTimeout(error.cause)
@@ -120,30 +125,28 @@ const answered = (
   endpoint: string,
   redact: (text: string) => string,
   observe: SendOptions["observe"]
-): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseInfo], ApiError> =>
-  Effect.clockWith((clock) => {
+): Effect.Effect<readonly [HttpClientResponse.HttpClientResponse, ResponseMetadata], ApiError> =>
+  Effect.withFiberRuntime((fiber) => {
     // read once: the platform builds the headers anew at every read
     const headers = response.headers
     const status = response.status
-    const info: ResponseInfo = {
+    const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+    const info = new ResponseMetadata({
       status,
       requestId: requestId(headers),
-      rateLimit: parseRateLimitInfo(headers, clock.unsafeCurrentTimeMillis()),
+      rateLimit: parseRateLimitInfo(headers, now),
       headers
-    }
-    const observed = observe === undefined ? Effect.void : observe(status)
-    if (status >= 200 && status < 300) return Effect.as(observed, [response, info] as const)
-    return Effect.zipRight(
-      observed,
-      Effect.flatMap(Effect.orElseSucceed(readBounded(response), () => ""), (body) =>
-        Effect.fail(fromResponse({
-          status,
-          body: redact(body),
-          endpoint,
-          requestId: info.requestId,
-          rateLimit: info.rateLimit
-        })))
-    )
+    })
+    observe?.(status, fiber.getFiberRef(FiberRef.currentMetricLabels))
+    if (status >= 200 && status < 300) return Effect.succeed([response, info] as const)
+    return Effect.flatMap(Effect.orElseSucceed(readBounded(response), () => ""), (body) =>
+      Effect.fail(fromResponse({
+        status,
+        body: redact(body),
+        endpoint,
+        requestId: info.requestId,
+        rateLimit: info.rateLimit
+      })))
   })
 
 /** Reads a whole body as text; a connection lost mid-body is a `TransportError`. */

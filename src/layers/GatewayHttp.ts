@@ -35,7 +35,7 @@ import { serverOf } from "../internal/telemetry.js"
 import * as Transport from "../internal/transport.js"
 import { type ApiError, TransportError } from "../schemas/Errors.js"
 import { GatewayHttpClient, type RequestOptions } from "../services/gateway/GatewayHttpClient.js"
-import { ResponseMetadata, type WithResponse } from "../services/InferenceHttpClient.js"
+import type { WithResponse } from "../services/InferenceHttpClient.js"
 import { GatewayConfig } from "./GatewayConfig.js"
 import * as RetryPolicy from "./RetryPolicy.js"
 
@@ -82,7 +82,7 @@ export const make: Effect.Effect<
       Effect.flatMap(([response, info]) =>
         Transport.readText(response, endpoint).pipe(
           Effect.flatMap((text) => decodeJson(schema, text, info, endpoint, redact)),
-          Effect.map((value) => ({ value, response: new ResponseMetadata(info) }))
+          Effect.map((value) => ({ value, response: info }))
         )
       ),
       (exchange) => within(exchange, [{ after, error: () => Transport.totalTimedOut(after, endpoint) }])

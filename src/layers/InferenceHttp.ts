@@ -132,12 +132,8 @@ export const make: Effect.Effect<
           if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
           const value = decoded.right
           // the usage it reports settles the permit; a model's answer shows on its span and in its metrics
-          const settled = permit === undefined
-            ? answeredWith(options, value)
-            : options.span === undefined
-            ? reconcile(permit, value)
-            : Effect.zipRight(reconcile(permit, value), answeredWith(options, value))
-          return Effect.as(settled, { value, response: meta })
+          const answer = answeredWith(options, value, { value, response: meta })
+          return permit === undefined ? answer : Effect.zipRight(reconcile(permit, value), answer)
         })
     )
 

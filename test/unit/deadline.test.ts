@@ -1,15 +1,18 @@
 /**
  * The time limits of attempts on one timer (src/internal/request/deadline.ts), on the `TestClock`: an attempt is cut
  * exactly when a limit that still holds passes, its finalizers run before the caller sees the `Timeout`, its own
- * failures and values pass through, a caller's interruption ends it, and the one timer stops when nothing is pending.
+ * failures and values pass through, it runs with its caller's context, a caller's interruption ends it, and the one
+ * timer stops when nothing is pending.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
@@ -81,6 +84,26 @@ describe("deadlines", () => {
       yield* settle
       yield* at(start, 2_000)
       assert.deepStrictEqual(yield* Fiber.await(fiber), Exit.succeed("answer"))
+    }))
+
+  it.scoped("the attempt runs with the caller's services, fiber references and span, not the timer's", () =>
+    Effect.gen(function*() {
+      const { within } = yield* Deadlines.make
+      class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
+      const ref = FiberRef.unsafeMake("the layer's")
+      const seen = yield* within(
+        Effect.all([
+          Effect.serviceOption(Greeting),
+          FiberRef.get(ref),
+          Effect.map(Effect.currentSpan, (span) => span.name)
+        ]),
+        [limit(1_000, "total")]
+      ).pipe(
+        Effect.withSpan("the caller's span"),
+        Effect.locally(ref, "the caller's"),
+        Effect.provideService(Greeting, "hello")
+      )
+      assert.deepStrictEqual(seen, [Option.some("hello"), "the caller's", "the caller's span"])
     }))
 
   it.scoped("a limit that no longer holds when it passes is skipped; the next one cuts", () =>

@@ -7,8 +7,9 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
 import * as Stream from "effect/Stream"
-import { decodeEvents, maxEventSize } from "../../src/internal/sse.js"
+import { decodeEvents, Lines, maxEventSize } from "../../src/internal/sse.js"
 
 const encoder = new TextEncoder()
 
@@ -89,14 +90,32 @@ describe("SSE decoding: the bound on a line", () => {
       assert.deepStrictEqual(yield* decode(text, every(300_000, text.length)), Either.right(["after"]))
     }))
 
-  it.effect("an event larger than the parser's limit fails with DecodeError", () =>
+  it.effect("an event larger than the parser's limit fails with DecodeError after the events before it, none after", () =>
     Effect.gen(function*() {
       const data = Array.from({ length: 20 }, () => `data: ${"y".repeat(60_000)}`).join("\n")
-      const result = yield* decode(`data: first\n\n${data}\n\ndata: after\n\n`, [])
+      const text = `data: first\n\n${data}\n\ndata: after\n\n`
+      const events: Array<string> = []
+      const result = yield* decodeEvents(Stream.make(encoder.encode(text)), "POST /v2/chat/completions").pipe(
+        Stream.runForEach((e) => Effect.sync(() => events.push(e.data))),
+        Effect.either
+      )
+      assert.deepStrictEqual(events, ["first"])
       assert.isTrue(Either.isLeft(result))
       if (Either.isLeft(result)) {
         assert.strictEqual(result.left._tag, "DecodeError")
         assert.include(result.left.message, "server-sent event too large")
+        // nothing of the event is shown: it may be anything, of any size
+        assert.strictEqual(result.left.excerpt, "")
+      }
+    }))
+
+  it.effect("characters cut between network chunks, at any byte, come out whole", () =>
+    Effect.gen(function*() {
+      const bytes = encoder.encode("data: é😀€\n\n")
+      for (let at = 1; at < bytes.length; at++) {
+        const chunks = [bytes.slice(0, at), bytes.slice(at)]
+        const events = yield* Stream.runCollect(decodeEvents(Stream.fromIterable(chunks), "POST /v2/chat/completions"))
+        assert.deepStrictEqual(Chunk.toReadonlyArray(events).map((e) => e.data), ["é😀€"], `cut at byte ${at}`)
       }
     }))
 
@@ -109,4 +128,43 @@ describe("SSE decoding: the bound on a line", () => {
         assert.deepStrictEqual(yield* decode(text, [at, at + 1]), Either.right(events), `cut at ${at} and ${at + 1}`)
       }
     }))
+})
+
+/** `text` cut at `cuts` (character offsets, repeated ones giving empty pieces), through `Lines`: its lines, and the length of the line begun. */
+const linesOf = (text: string, cuts: ReadonlyArray<number>) => {
+  const bounds = [0, ...cuts.map((c) => Math.min(c, text.length)).sort((a, b) => a - b), text.length]
+  const lines = new Lines()
+  const out = bounds.slice(1).flatMap((end, i) => lines.push(text.slice(bounds[i], end)))
+  return { lines: out, pending: lines.pending }
+}
+
+describe("SSE decoding: lines", () => {
+  it("text in any pieces is cut where \\r\\n, \\n or \\r end a line, as the whole text split at them", () => {
+    const text = FastCheck.array(FastCheck.constantFrom("a", "bc", ":", "\r", "\n", "\r\n", "\n\r", "é"), {
+      maxLength: 24
+    })
+      .map((parts) => parts.join(""))
+    FastCheck.assert(
+      FastCheck.property(text, FastCheck.array(FastCheck.nat({ max: 40 }), { maxLength: 8 }), (whole, cuts) => {
+        const expected = whole.split(/\r\n|\r|\n/)
+        const begun = expected.pop()!
+        assert.deepStrictEqual(
+          linesOf(whole, cuts),
+          { lines: expected, pending: begun.length },
+          JSON.stringify([whole, cuts])
+        )
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("an empty piece between a \\r and a \\n keeps them one break; the line begun is what is pending", () => {
+    const lines = new Lines()
+    assert.deepStrictEqual(lines.push("a\r"), ["a"])
+    assert.deepStrictEqual(lines.push(""), [])
+    assert.deepStrictEqual(lines.push("\nb"), [])
+    assert.strictEqual(lines.pending, 1)
+    assert.deepStrictEqual(lines.push("c\r\rd"), ["bc", ""])
+    assert.strictEqual(lines.pending, 1)
+  })
 })

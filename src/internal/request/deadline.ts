@@ -1,8 +1,9 @@
 /**
- * The time limits of attempts on one timer. An attempt runs in a fiber of its own, cut when one of its limits
- * passes; no attempt sleeps: while any limit is pending, one fiber per transport sleeps on the `Clock` until the
- * earliest, looking again every 2 seconds at most. (Effect's `timeoutFail` forks a second fiber per attempt to
- * sleep, and merges the attempt's fiber back into its caller's.)
+ * The time limits of attempts (and of a stream's reads) on one timer. An attempt runs in a fiber of its own, cut
+ * when one of its limits passes; no attempt sleeps: while any limit is pending, one fiber per transport sleeps on
+ * the `Clock` until the earliest, looking again every 2 seconds at most. (Effect's `timeoutFail` forks a second fiber
+ * per attempt to sleep, and merges the attempt's fiber back into its caller's; `Stream.timeoutFail` does so per
+ * network chunk.)
  * @internal
  */
 import * as Duration from "effect/Duration"
@@ -44,6 +45,8 @@ export interface Deadlines {
  */
 export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(function*() {
   const runtime = yield* Effect.runtime<never>()
+  // the clock the timer sleeps on: an attempt's limits count from a moment on it
+  const clock = yield* Effect.clock
   const groups = new Map<number, Set<Entry>>()
   /** When the running timer wakes (Infinity: none runs), and which timer is the current one. */
   let target = Infinity
@@ -128,40 +131,45 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
     effect: Effect.Effect<A, E>,
     limits: ReadonlyArray<Limit<E2>>
   ): Effect.Effect<A, E | E2> =>
-    Effect.clockWith((clock) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(Effect.forkDaemon(restore(effect)), (child) =>
-          restore(Effect.async<A, E | E2>((resume) => {
-            const start = clock.unsafeCurrentTimeMillis()
-            let passed: Limit<E2> | undefined
-            // Stryker disable next-line ArrayDeclaration: removing an entry that was never added changes nothing
-            const pending: Array<readonly [number, Entry]> = []
-            for (const limit of limits) {
-              // an unbounded limit's moment never comes: it never wakes the timer
-              const length = Duration.toMillis(limit.after)
-              pending.push([
-                length,
-                add(length, start + length, () => {
-                  if (passed !== undefined || limit.holds?.() === false) return
-                  passed = limit
-                  child.unsafeInterruptAsFork(FiberId.none)
-                })
-              ])
-            }
-            const settle = () => {
-              for (const [length, entry] of pending) remove(length, entry)
-            }
-            child.addObserver((exit) => {
-              settle()
-              resume(passed !== undefined && Exit.isInterrupted(exit) ? Effect.fail(passed.error()) : exit)
+    Effect.withFiberRuntime((fiber, status) =>
+      Effect.async<A, E | E2>((resume) => {
+        // the attempt in a fiber of its own, with the caller's context, references and flags, as `forkDaemon` forks
+        // it; forked here, nothing can interrupt the caller before it watches the attempt
+        const runtime = Runtime.make({
+          context: fiber.currentContext,
+          fiberRefs: fiber.getFiberRefs(),
+          runtimeFlags: status.runtimeFlags
+        })
+        const child = Runtime.runFork(runtime)(effect, { immediate: false })
+        const start = clock.unsafeCurrentTimeMillis()
+        let passed: Limit<E2> | undefined
+        // Stryker disable next-line ArrayDeclaration: removing an entry that was never added changes nothing
+        const pending: Array<readonly [number, Entry]> = []
+        for (const limit of limits) {
+          // an unbounded limit's moment never comes: it never wakes the timer
+          const length = Duration.toMillis(limit.after)
+          pending.push([
+            length,
+            add(length, start + length, () => {
+              if (passed !== undefined || limit.holds?.() === false) return
+              passed = limit
+              child.unsafeInterruptAsFork(FiberId.none)
             })
-            // the caller interrupted: the attempt's fiber ends, its finalizers run, before the caller goes on
-            return Effect.suspend(() => {
-              settle()
-              return Fiber.interrupt(child)
-            })
-          })))
-      )
+          ])
+        }
+        const settle = () => {
+          for (const [length, entry] of pending) remove(length, entry)
+        }
+        child.addObserver((exit) => {
+          settle()
+          resume(passed !== undefined && Exit.isInterrupted(exit) ? Effect.fail(passed.error()) : exit)
+        })
+        // the caller interrupted: the attempt's fiber ends, its finalizers run, before the caller goes on
+        return Effect.suspend(() => {
+          settle()
+          return Fiber.interrupt(child)
+        })
+      })
     )
 
   return { within, timing: () => timer !== undefined }

@@ -144,12 +144,11 @@ export const decodeJsonEvents = <A, I>(
     if (!ended) failure ??= reader.failure()
     return { values, done: ended || failure !== undefined }
   }
-  const values = mapChunksUntil(body, (chunk) => valuesOf(reader.read(chunk)), () => valuesOf(reader.end()).values)
-    .pipe(
-      // however the stream ends (done, failed, interrupted, or its consumer stopped early), the usage it saw settles
-      // the reservation
-      Stream.ensuring(Effect.suspend(() => reconcile(permit, usage)))
-    )
+  const values = mapChunksUntil(body, (chunk) => valuesOf(reader.read(chunk))).pipe(
+    // however the stream ends (done, failed, interrupted, or its consumer stopped early), the usage it saw settles
+    // the reservation
+    Stream.ensuring(Effect.suspend(() => reconcile(permit, usage)))
+  )
   return Stream.concat(
     values,
     Stream.suspend(() => {

@@ -65,14 +65,15 @@ const instrumentsOf = (operation: string, model: string | undefined): Instrument
  * Shows what a model operation's answer (a JSON body, or a stream's events read into `summary`) said: the
  * response attributes on the current span, and the tokens it used.
  */
-export const answered = (
+export const answered = <B = void>(
   operation: string,
   model: string | undefined,
-  summary: ResponseSummary
-): Effect.Effect<void> => {
+  summary: ResponseSummary,
+  result?: B
+): Effect.Effect<B> => {
   const { input, output } = instrumentsOf(operation, model)
   // the span's attributes and both observations in one step, with the fiber's metric labels as `Metric.update`
-  // would add them
+  // would add them; then `result`
   return Effect.withFiberRuntime((fiber) => {
     const span = fiber.currentSpan
     if (span?._tag === "Span") {
@@ -81,17 +82,20 @@ export const answered = (
     const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
     if (summary.inputTokens !== undefined) input.unsafeUpdate(summary.inputTokens, labels)
     if (summary.outputTokens !== undefined) output.unsafeUpdate(summary.outputTokens, labels)
-    return Effect.void
+    return Effect.succeed(result as B)
   })
 }
 
-/** `answered` for one decoded JSON body, when the request runs a model (another's answer is no model's). */
-export const answeredWith = (options: RequestOptions, value: unknown): Effect.Effect<void> => {
+/**
+ * `answered` for one decoded JSON body, when the request runs a model (another's answer is no model's), then
+ * `result`.
+ */
+export const answeredWith = <B>(options: RequestOptions, value: unknown, result: B): Effect.Effect<B> => {
   const operation = options.span?.operation
-  if (!isModelOperation(operation)) return Effect.void
+  if (!isModelOperation(operation)) return Effect.succeed(result)
   const summary = new ResponseSummary()
   summary.observe(value)
-  return answered(operation, options.model, summary)
+  return answered(operation, options.model, summary, result)
 }
 
 /** `error.type`: the client's tag of a failure (`RateLimited`, `Timeout`...); nothing for an interruption. */

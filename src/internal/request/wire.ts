@@ -7,11 +7,11 @@ import * as Headers from "@effect/platform/Headers"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
+import type * as MetricLabel from "effect/MetricLabel"
 import type { ClientConfig } from "../../layers/ClientConfig.js"
 import * as Metrics from "../../layers/ClientMetrics.js"
-import { type Base, type RequestOptions, ResponseMetadata } from "../../services/InferenceHttpClient.js"
+import type { Base, RequestOptions } from "../../services/InferenceHttpClient.js"
 import * as Transport from "../transport.js"
 import type { Deps } from "./attempt.js"
 import type { Credentials } from "./credentials.js"
@@ -22,15 +22,15 @@ import type { Credentials } from "./credentials.js"
  */
 export const statusCounter = () => {
   const byStatus = new Map<number, Metric.Metric.Counter<number>>()
-  return (status: number): Effect.Effect<void> => {
+  return (status: number, labels: ReadonlyArray<MetricLabel.MetricLabel>): void => {
     let counter = byStatus.get(status)
     // Stryker disable next-line ConditionalExpression: a counter made again counts the same, only slower
     if (counter === undefined) {
       counter = Metric.tagged(Metrics.requests, "status", String(status))
       byStatus.set(status, counter)
     }
-    const counted = Metric.increment(counter)
-    return status === 429 ? Effect.zipRight(counted, Metric.increment(Metrics.rateLimited)) : counted
+    counter.unsafeUpdate(1, labels)
+    if (status === 429) Metrics.rateLimited.unsafeUpdate(1, labels)
   }
 }
 
@@ -99,14 +99,11 @@ export const sender = (
 ): Deps["send"] => {
   const observe = statusCounter()
   return (request, endpoint, responded) =>
-    Effect.map(
-      Transport.send(client, request, endpoint, redact, {
-        connect: config.connectTimeout,
-        observe: responded === undefined ? observe : (status) => {
-          responded()
-          return observe(status)
-        }
-      }),
-      ([response, info]) => [response, new ResponseMetadata(info)] as const
-    )
+    Transport.send(client, request, endpoint, redact, {
+      connect: config.connectTimeout,
+      observe: responded === undefined ? observe : (status, labels) => {
+        responded()
+        observe(status, labels)
+      }
+    })
 }
