@@ -10,6 +10,7 @@ import * as Fiber from "effect/Fiber"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as Metrics from "../../src/layers/ClientMetrics.js"
 import * as Testing from "../../src/layers/Testing.js"
@@ -84,6 +85,24 @@ describe("gen_ai.client.token.usage", () => {
     }).pipe(Effect.provide(stack(Testing.httpClient(() => ({ body: answer({ prompt_tokens: 8, total_tokens: 8 }) }))))))
 })
 
+describe("what is not observed", () => {
+  it.effect("an answer without a usage observes no tokens; an operation that runs no model, no duration", () =>
+    Effect.gen(function*() {
+      const noUsage = fresh("no-usage")
+      const upload = fresh("upload")
+      yield* call(noUsage)
+      assert.strictEqual((yield* tokens(noUsage, "input")).count, 0)
+      assert.strictEqual((yield* tokens(noUsage, "output")).count, 0)
+      assert.strictEqual((yield* series(Metrics.operationDuration, chatTags(noUsage))).count, 1)
+      yield* call(upload, "files.upload")
+      const uploadTags = [["gen_ai.operation.name", "files.upload"], ["gen_ai.provider.name", "aifs"], [
+        "gen_ai.request.model",
+        upload
+      ]] as const
+      assert.strictEqual((yield* series(Metrics.operationDuration, uploadTags)).count, 0)
+    }).pipe(Effect.provide(stack(Testing.httpClient(() => ({ body: { model: "served" } }))))))
+})
+
 /** A handler that answers its first request after 1.5 s and fails every later one (500) after as long. */
 const answerThenFail = () => {
   let answered = false
@@ -124,6 +143,26 @@ describe("gen_ai.client.operation.duration", () => {
         sum: 0.5
       })
     }).pipe(Effect.provide(stack(Testing.httpClient(answerThenFail())))))
+
+  it.effect("a stream is timed from its start to its end, in seconds", () =>
+    Effect.gen(function*() {
+      const streamed = fresh("duration-stream")
+      const fiber = yield* Effect.fork(Effect.flatMap(InferenceHttpClient, (http) =>
+        Stream.runDrain(
+          http.jsonStream(
+            HttpClientRequest.post("/chat/completions").pipe(
+              HttpClientRequest.bodyUnsafeJson({ ...chatBody, model: streamed })
+            ),
+            Schema.Unknown,
+            { span: { name: "Chat.createStream", operation: "chat" }, model: streamed }
+          )
+        )))
+      yield* TestClock.adjust("2500 millis")
+      yield* Fiber.join(fiber)
+      assert.deepStrictEqual(yield* series(Metrics.operationDuration, chatTags(streamed)), { count: 1, sum: 2.5 })
+    }).pipe(
+      Effect.provide(stack(Testing.httpClient(() => Effect.as(Effect.sleep("2500 millis"), { sse: [{ n: 1 }] }))))
+    ))
 
   it.effect("the wait in the limiter's line is aifs.limiter.wait in seconds, not part of the duration", () =>
     Effect.gen(function*() {

