@@ -7,7 +7,6 @@
  * import * as HttpClient from "@effect/platform/HttpClient"
  * import { ClientConfig, Inference, InferenceHttp, Models, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
  * import * as Layer from "effect/Layer"
  *
  * // what the transport adds to a service's relative request: the base URL and the key
