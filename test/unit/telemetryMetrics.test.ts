@@ -24,8 +24,9 @@ const series = (metric: Metric.Metric.Histogram<number>, tags: ReadonlyArray<rea
     ({ count, sum }) => ({ count, sum })
   )
 
-const chatTags = (model: string) =>
-  [["gen_ai.operation.name", "chat"], ["gen_ai.provider.name", "aifs"], ["gen_ai.request.model", model]] as const
+/** The tags of a model operation's series (a chat unless named). */
+const chatTags = (model: string, operation = "chat") =>
+  [["gen_ai.operation.name", operation], ["gen_ai.provider.name", "aifs"], ["gen_ai.request.model", model]] as const
 
 const tokens = (model: string, type: "input" | "output") =>
   series(Metrics.tokenUsage, [...chatTags(model), ["gen_ai.token.type", type]])
@@ -67,10 +68,7 @@ describe("gen_ai.client.token.usage", () => {
       const tokensEmbed = fresh("tokens-embed")
       const tokensFiles = fresh("tokens-files")
       yield* call(tokensEmbed, "embeddings")
-      const embedTags = [["gen_ai.operation.name", "embeddings"], ["gen_ai.provider.name", "aifs"], [
-        "gen_ai.request.model",
-        tokensEmbed
-      ]] as const
+      const embedTags = chatTags(tokensEmbed, "embeddings")
       assert.deepStrictEqual(yield* series(Metrics.tokenUsage, [...embedTags, ["gen_ai.token.type", "input"]]), {
         count: 1,
         sum: 8
@@ -95,11 +93,7 @@ describe("what is not observed", () => {
       assert.strictEqual((yield* tokens(noUsage, "output")).count, 0)
       assert.strictEqual((yield* series(Metrics.operationDuration, chatTags(noUsage))).count, 1)
       yield* call(upload, "files.upload")
-      const uploadTags = [["gen_ai.operation.name", "files.upload"], ["gen_ai.provider.name", "aifs"], [
-        "gen_ai.request.model",
-        upload
-      ]] as const
-      assert.strictEqual((yield* series(Metrics.operationDuration, uploadTags)).count, 0)
+      assert.strictEqual((yield* series(Metrics.operationDuration, chatTags(upload, "files.upload"))).count, 0)
     }).pipe(Effect.provide(stack(Testing.httpClient(() => ({ body: { model: "served" } }))))))
 })
 
