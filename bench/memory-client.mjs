@@ -4,6 +4,7 @@
  * at BENCH_BASE_URL with BENCH_KEY through a limiter with a one-hour window, samples the resident memory, then
  * interrupts them all; prints its figures as one JSON line.
  */
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -18,6 +19,37 @@ const collect = () => {
   globalThis.gc?.()
   globalThis.gc?.()
 }
+
+const paramsOf = (i) => ({
+  model,
+  messages: [{ role: "user", content: `Queued request ${i}: say something short.` }],
+  max_tokens: 16
+})
+
+/**
+ * The floor: a fiber holding what a `Chat.create` call holds before it reaches the client (its parameters and the
+ * request built from them), suspended in one step under one frame. What a waiting call costs any Effect client.
+ */
+const floorWaiter = (i) => {
+  const params = paramsOf(i)
+  const request = HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson(params))
+  return Effect.map(Effect.async((resume) => void resume), () => [params, request])
+}
+
+/** The live heap per fiber of `count` forked `make(i)`, each suspended; the fibers are interrupted after. */
+const heapPerFiber = (count, make) =>
+  Effect.gen(function*() {
+    collect()
+    const before = process.memoryUsage().heapUsed
+    const fibers = yield* Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => Effect.fork(make(i)), {
+      concurrency: 1
+    })
+    yield* Effect.sleep(Duration.millis(200))
+    collect()
+    const perFiber = (process.memoryUsage().heapUsed - before) / count
+    yield* Fiber.interruptAll(fibers)
+    return perFiber
+  })
 
 let peak = 0
 const sample = () => {
@@ -37,12 +69,7 @@ const program = Effect.gen(function*() {
   const started = performance.now()
   const fibers = yield* Effect.forEach(
     Array.from({ length: queued }, (_, i) => i),
-    (i) =>
-      Effect.fork(chat.create({
-        model,
-        messages: [{ role: "user", content: `Queued request ${i}: say something short.` }],
-        max_tokens: 16
-      })),
+    (i) => Effect.fork(chat.create(paramsOf(i))),
     { concurrency: 1 }
   )
   // wait (bounded) until everything that can go has gone and the rest waits in line
@@ -68,7 +95,8 @@ const program = Effect.gen(function*() {
   collect()
   const after = process.memoryUsage().rss
   const perWaiter = (heapQueued - heapBefore) / Math.max(1, waiting)
-  return { queued, baseline, peakQueued, perWaiter, waiting, queuedMs, interruptMs, left, after }
+  const floorPerWaiter = yield* heapPerFiber(queued, floorWaiter)
+  return { queued, baseline, peakQueued, perWaiter, floorPerWaiter, waiting, queuedMs, interruptMs, left, after }
 }).pipe(
   Effect.provide(Node.layer({
     apiKey: process.env.BENCH_KEY ?? "",

@@ -16,6 +16,7 @@ interface Figures {
   readonly baseline: number
   readonly peakQueued: number
   readonly perWaiter: number
+  readonly floorPerWaiter: number
   readonly waiting: number
   readonly queuedMs: number
   readonly interruptMs: number
@@ -56,7 +57,7 @@ export const run = async (): Promise<Report> => {
   const emulator = await startEmulator("basic")
   try {
     const result = await measure(root, emulator)
-    const { after, baseline, interruptMs, left, peakQueued, perWaiter, queuedMs, waiting } = result
+    const { after, baseline, floorPerWaiter, interruptMs, left, peakQueued, perWaiter, queuedMs, waiting } = result
     const { queued } = result
     return {
       name: "memory",
@@ -68,6 +69,7 @@ export const run = async (): Promise<Report> => {
         "peak RSS MB",
         "peak − before MB",
         "live heap per waiting request KB",
+        "floor KB",
         "interrupt ms",
         "waiting after",
         "RSS after interrupt MB"
@@ -79,6 +81,7 @@ export const run = async (): Promise<Report> => {
         fixed(mb(peakQueued), 1),
         fixed(mb(peakQueued - baseline), 1),
         fixed(perWaiter / 1024, 1),
+        fixed(floorPerWaiter / 1024, 1),
         fixed(interruptMs, 0),
         String(left),
         fixed(mb(after), 1)
@@ -91,7 +94,8 @@ export const run = async (): Promise<Report> => {
       }, {
         target: "at most 2.5 KB of heap per waiting `Chat.create`, the caller's fiber included",
         met: perWaiter <= 2.5 * 1024,
-        detail: `${fixed(perWaiter / 1024, 1)} KB`
+        detail: `${fixed(perWaiter / 1024, 1)} KB; the floor, a bare fiber holding the same request, ` +
+          `${fixed(floorPerWaiter / 1024, 1)} KB`
       }],
       how: `The client runs as published (\`dist/\`, built by the benchmark) alone in a child process ` +
         `(bench/memory-client.mjs, plain \`node --expose-gc\`), the emulator in another (\`aifs emulator --port 0\`). A limiter with a one-hour window on the basic tier (20 requests per window): ${

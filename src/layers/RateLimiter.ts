@@ -922,38 +922,37 @@ export const make = (
             bucket.waiting++
             // Stryker disable next-line ObjectLiteral,StringLiteral: a node not in the line is only ever compared with "waiting"
             const node: LineNode = { state: "turn", resume: undefined }
-            let turn: Effect.Effect<void> = Effect.void
-            if (bucket.busy) {
-              node.state = "waiting"
-              bucket.line.push(node)
-              turn = restore(Effect.async<void>((resume) => {
+            // interrupted in line: the place is given up; otherwise the turn goes on to whoever is next
+            const leave = Effect.suspend(() => {
+              bucket.waiting--
+              if (node.state === "waiting") {
+                // Stryker disable next-line StringLiteral: only "waiting" is ever compared: a node in any other state is skipped
+                node.state = "gone"
+              } else handOn(bucket)
+              node.resume = undefined
+              // the place kept in the store's line is given up once nobody here needs it (the last caller
+              // interrupted in line, or admitted with a place kept for a next request that will not come)
+              if (bucket.waiting > 0 || !bucket.placeInStore) return publish(bucket)
+              bucket.placeInStore = false
+              bucket.queuedUntil = 0
+              return Effect.zipRight(Effect.ignore(store.leave(bucket.id, waiter)), publish(bucket))
+            })
+            // built when the turn comes: a caller waiting in line holds no admission loop
+            const turn = () => Effect.onExit(admit(restore, arrived), () => leave)
+            if (!bucket.busy) {
+              bucket.busy = true
+              return turn()
+            }
+            node.state = "waiting"
+            bucket.line.push(node)
+            // all a waiting caller's fiber holds of the limiter: this region, one match and the suspension
+            return Effect.matchCauseEffect(
+              restore(Effect.async<void>((resume) => {
                 if (node.state === "waiting") {
                   node.resume = resume
                 } else resume(Effect.void)
-              }))
-            } else {
-              bucket.busy = true
-            }
-            return turn.pipe(
-              // built when the turn comes: a caller waiting in line holds no admission loop
-              Effect.zipRight(Effect.suspend(() => admit(restore, arrived))),
-              // interrupted in line: the place is given up; otherwise the turn goes on to whoever is next
-              Effect.onExit(() =>
-                Effect.suspend(() => {
-                  bucket.waiting--
-                  if (node.state === "waiting") {
-                    // Stryker disable next-line StringLiteral: only "waiting" is ever compared: a node in any other state is skipped
-                    node.state = "gone"
-                  } else handOn(bucket)
-                  node.resume = undefined
-                  // the place kept in the store's line is given up once nobody here needs it (the last caller
-                  // interrupted in line, or admitted with a place kept for a next request that will not come)
-                  if (bucket.waiting > 0 || !bucket.placeInStore) return publish(bucket)
-                  bucket.placeInStore = false
-                  bucket.queuedUntil = 0
-                  return Effect.zipRight(Effect.ignore(store.leave(bucket.id, waiter)), publish(bucket))
-                })
-              )
+              })),
+              { onFailure: (cause) => Effect.zipRight(leave, Effect.failCause(cause)), onSuccess: turn }
             )
           })
         )

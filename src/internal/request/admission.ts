@@ -4,8 +4,8 @@
  * @internal
  */
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import type { Permit, RateLimiter } from "../../layers/RateLimiter.js"
 import type { ApiError, LimiterUnavailable, RequestTooLarge } from "../../schemas/Errors.js"
@@ -94,28 +94,35 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
   }
 
   /**
-   * `admit`, from inside an uninterruptible region (`restore` makes the wait interruptible): a permit granted
-   * just as an interruption lands is given back, not lost between the limiter and this caller. `refused`
-   * sees a refusal by the limiter (larger than the whole quota).
+   * What a failed admission ends in: a permit granted just as the failure (an interruption) landed is given back,
+   * not lost between the limiter and this caller; `refused` sees a refusal by the limiter.
+   */
+  const failedWith = (
+    cause: Cause.Cause<RequestTooLarge | LimiterUnavailable>,
+    granted: Permit | undefined,
+    refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError>
+  ): Effect.Effect<never, ApiError> => {
+    const failed = granted === undefined
+      ? Effect.failCause(cause)
+      : Effect.zipRight(granted.cancel, Effect.failCause(cause))
+    return Cause.isInterrupted(cause) ? failed : refused(failed)
+  }
+
+  /**
+   * `admit`, from inside an uninterruptible region (`restore` makes the wait interruptible), its permit never
+   * lost to an interruption (`failedWith`).
    */
   const guarded = (
     restore: Restore,
     request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions,
-    refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError> =
-      identity
+    options: RequestOptions
   ): Effect.Effect<Admission, ApiError> => {
     let granted: Permit | undefined
-    return Effect.flatMap(
-      Effect.exit(restore(admit(request, options, (permit) => {
+    return Effect.catchAllCause(
+      restore(admit(request, options, (permit) => {
         granted = permit
-      }))),
-      (exit) => {
-        if (Exit.isSuccess(exit)) return exit
-        const cause = Effect.failCause(exit.cause)
-        const failed = granted === undefined ? cause : Effect.zipRight(granted.cancel, cause)
-        return Exit.isInterrupted(exit) ? failed : refused(failed)
-      }
+      })),
+      (cause) => failedWith(cause, granted, identity)
     )
   }
 
@@ -130,17 +137,27 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
     refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError>,
     use: (first: FirstAdmission, waitedMs: number) => Effect.Effect<B, E2, R2>
   ): Effect.Effect<B, ApiError | E2, R2> =>
-    // as few frames as possible stay on a caller's fiber while it waits: thousands may wait at once
+    // as few frames as possible stay on a caller's fiber while it waits (this region, one match, the wait):
+    // thousands may wait at once
     Effect.clockWith((clock) => {
       const arrived = clock.unsafeCurrentTimeMillis()
+      let granted: Permit | undefined
       return Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(guarded(restore, request, options, refused), (admission) => {
-          const first: FirstAdmission = { admission }
-          return Effect.ensuring(
-            restore(Effect.suspend(() => use(first, clock.unsafeCurrentTimeMillis() - arrived))),
-            Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
-          )
-        })
+        Effect.matchCauseEffect(
+          restore(admit(request, options, (permit) => {
+            granted = permit
+          })),
+          {
+            onFailure: (cause) => failedWith(cause, granted, refused),
+            onSuccess: (admission) => {
+              const first: FirstAdmission = { admission }
+              return Effect.ensuring(
+                restore(Effect.suspend(() => use(first, clock.unsafeCurrentTimeMillis() - arrived))),
+                Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
+              )
+            }
+          }
+        )
       )
     })
 
