@@ -9,6 +9,7 @@
  * import { Chat, Testing } from "effect-aifs"
  * import * as Clock from "effect/Clock"
  * import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
  *
  * // 2 requests per second for this model: the third request waits on the client instead of collecting a 429
  * const server = Testing.layerEmulator({
@@ -34,6 +35,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
@@ -198,6 +200,14 @@ export interface BucketState {
  * @since 0.1.0
  * @category models
  */
+/**
+ * Makes an effect interruptible again inside an uninterruptible region.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
 export interface Permit {
   /** Tokens reserved. */
   readonly tokens: number
@@ -229,6 +239,7 @@ export interface Permit {
  * ```ts
  * import { Chat, RateLimiter, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
  *
  * // what the limiter knows: limits (from headers where the model sends them), usage, callers waiting
  * const program = Effect.gen(function*() {
@@ -258,6 +269,7 @@ export class RateLimiter extends Context.Tag("effect-aifs/RateLimiter")<RateLimi
  * ```ts
  * import { RateLimiter, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
  *
  * // the gate of this application's transport: provided where the client's layer is built
  * const line = { open: true }
@@ -298,6 +310,18 @@ export declare namespace RateLimiter {
       request: { readonly key: string; readonly model: string; readonly tokens: number },
       onGranted?: (permit: Permit) => void
     ) => Effect.Effect<Permit, RequestTooLarge | LimiterUnavailable>
+    /**
+     * `acquire`, with `then` run on how it ended (the permit, a refusal or an interruption) in the same
+     * uninterruptible step: nothing can land between a grant and `then`, and a caller waiting in line holds
+     * its place and `then`, nothing more. `restore` makes what `then` runs interruptible again.
+     */
+    readonly acquireWith: <A, E, R>(
+      request: { readonly key: string; readonly model: string; readonly tokens: number },
+      then: (
+        acquired: Exit.Exit<Permit, RequestTooLarge | LimiterUnavailable>,
+        restore: Restore
+      ) => Effect.Effect<A, E, R>
+    ) => Effect.Effect<A, E, R>
     /** True when a request would have to wait now (for queue routing). */
     readonly wouldWait: (
       request: { readonly key: string; readonly model: string; readonly tokens: number }
@@ -361,6 +385,12 @@ interface Bucket {
   readonly line: Array<LineNode | undefined>
   head: number
 }
+
+/** What `acquireWith` runs on how an acquisition ended. */
+type Then<A, E, R> = (
+  acquired: Exit.Exit<Permit, RequestTooLarge | LimiterUnavailable>,
+  restore: Restore
+) => Effect.Effect<A, E, R>
 
 /** A caller waiting for its turn. */
 interface LineNode {
@@ -830,134 +860,156 @@ export const make = (
       return permit(bucket, reservation.id, tokens)
     }
 
-    const acquire: RateLimiter.Service["acquire"] = (request, onGranted) => {
-      const bucket = bucketOf(request.key, request.model)
-      if (neverFits(bucket, request.tokens)) return Effect.fail(tooLarge(bucket, request.tokens))
-      // Stryker disable next-line ConditionalExpression: the line admits an idle bucket's request as well, in more steps
-      if (reserveNow === undefined || bucket.busy) return inLine(bucket, request, onGranted)
-      // one step, nothing to interrupt between the store's count and `onGranted`
-      return Effect.withFiberRuntime((fiber) => {
-        const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-        const granted = admitNow(bucket, request.tokens, now)
-        if (granted === undefined) return inLine(bucket, request, onGranted)
-        onGranted?.(granted)
-        const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
-        ClientMetrics.limiterAdmitted.unsafeUpdate(1, labels)
-        ClientMetrics.limiterTokensReserved.unsafeUpdate(request.tokens, labels)
-        return Effect.succeed(granted)
+    const acquireWith: RateLimiter.Service["acquireWith"] = (request, then) =>
+      Effect.uninterruptibleMask((restore) => {
+        const bucket = bucketOf(request.key, request.model)
+        if (neverFits(bucket, request.tokens)) return then(Exit.fail(tooLarge(bucket, request.tokens)), restore)
+        // Stryker disable next-line ConditionalExpression: the line admits an idle bucket's request as well, in more steps
+        if (reserveNow === undefined || bucket.busy) return inLine(bucket, request, then, restore)
+        // one step, nothing to interrupt between the store's count and `then`
+        return Effect.withFiberRuntime((fiber) => {
+          const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+          const granted = admitNow(bucket, request.tokens, now)
+          if (granted === undefined) return inLine(bucket, request, then, restore)
+          const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
+          ClientMetrics.limiterAdmitted.unsafeUpdate(1, labels)
+          ClientMetrics.limiterTokensReserved.unsafeUpdate(request.tokens, labels)
+          return then(Exit.succeed(granted), restore)
+        })
       })
-    }
 
-    /** The wait in the bucket's line, and the admission loop of the caller whose turn it is. */
-    const inLine = (
+    const acquire: RateLimiter.Service["acquire"] = (request, onGranted) =>
+      acquireWith(request, (acquired) => {
+        if (Exit.isSuccess(acquired)) onGranted?.(acquired.value)
+        return acquired
+      })
+
+    /**
+     * The admission loop of the caller whose turn it is, at the head of `bucket`'s line: only its sleeps can be
+     * interrupted (`restore`), and an entry the store admitted always becomes the permit it returns.
+     */
+    const atHead = (
       bucket: Bucket,
       request: Parameters<RateLimiter.Service["acquire"]>[0],
-      onGranted: Parameters<RateLimiter.Service["acquire"]>[1]
-    ): Effect.Effect<Permit, RequestTooLarge | LimiterUnavailable> => {
-      // only the wait in line and the sleeps at the head can be interrupted: the turn is always handed on, and an
-      // entry the store admitted always becomes a permit, seen by `onGranted` before it is returned (an
-      // interruption can still land as `acquire` returns into an interruptible caller)
-      const admit = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>, arrived: number) => {
-        return Effect.gen(function*() {
-          yield* recall(bucket)
-          yield* publish(bucket)
-          while (true) {
-            if (neverFits(bucket, request.tokens)) return yield* Effect.fail(tooLarge(bucket, request.tokens))
-            const now = yield* Clock.currentTimeMillis
-            settleMargin(bucket, now)
-            // capacity that comes back while the store answers is not missed: the count tells
-            const releases = bucket.releases
-            const queuedUntil = bucket.queuedUntil
-            bucket.queuedUntil = 0
-            const reservation = bucket.blockedUntil > now
-              ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
-              : queuedUntil > now
-              ? { _tag: "Wait" as const, waitMs: queuedUntil - now }
-              // probing: woken when a request in flight lands (the window's length bounds a wake-up lost)
-              : probing(bucket) && bucket.inFlight.size >= Math.floor(bucket.learning!.probe)
-              ? { _tag: "Wait" as const, waitMs: windowMs }
-              : yield* store.reserve(
-                bucket.id,
-                request.tokens,
-                limitsOf(bucket, request.tokens),
-                waiter,
-                bucket.waiting > 1
-              )
-            if (reservation._tag === "TooLarge") bucket.placeInStore = false
-            if (reservation._tag !== "TooLarge" && "usage" in reservation) {
-              yield* noted(bucket)(reservation.usage)
-              bucket.placeInStore = reservation._tag === "Wait" || reservation.queuedMs !== undefined
-            }
-            if (reservation._tag === "Admitted") {
-              if (reservation.queuedMs !== undefined) bucket.queuedUntil = now + reservation.queuedMs
-              const granted = permit(bucket, reservation.id, request.tokens)
-              onGranted?.(granted)
-              yield* Metric.increment(ClientMetrics.limiterAdmitted)
-              yield* Metric.incrementBy(ClientMetrics.limiterTokensReserved, request.tokens)
-              // the wait counts from arrival: time in line behind others as well as time at the head
-              if (now > arrived) yield* Metric.incrementBy(ClientMetrics.limiterWaitMillis, now - arrived)
-              return granted
-            }
-            if (reservation._tag === "TooLarge") return yield* Effect.fail(tooLarge(bucket, request.tokens))
-            if ("usage" in reservation && (yield* waitsOn(bucket, reservation.usage, request.tokens, now))) continue
-            if (bucket.releases !== releases) continue
-            // until the window frees enough, or sooner when a reservation shrinks or comes back
-            const wake = yield* Deferred.make<void>()
-            bucket.wake = wake
-            yield* restore(Effect.raceAll([
-              Effect.sleep(Duration.millis(reservation.waitMs)),
-              Deferred.await(wake),
-              store.released(bucket.id, waiter)
-            ]))
-            // Stryker disable next-line ConditionalExpression,EqualityOperator: a stale wake-up nobody awaits is harmless: the next sleeper sets its own, a release just completes it
-            if (bucket.wake === wake) bucket.wake = undefined
-          }
-        })
-      }
-      // few frames stay on a waiting caller's fiber: thousands may wait at once
-      return Effect.clockWith((clock) => {
-        const arrived = clock.unsafeCurrentTimeMillis()
-        return Effect.uninterruptibleMask((restore) =>
-          Effect.suspend(() => {
-            bucket.waiting++
-            // Stryker disable next-line ObjectLiteral,StringLiteral: a node not in the line is only ever compared with "waiting"
-            const node: LineNode = { state: "turn", resume: undefined }
-            // interrupted in line: the place is given up; otherwise the turn goes on to whoever is next
-            const leave = Effect.suspend(() => {
-              bucket.waiting--
-              if (node.state === "waiting") {
-                // Stryker disable next-line StringLiteral: only "waiting" is ever compared: a node in any other state is skipped
-                node.state = "gone"
-              } else handOn(bucket)
-              node.resume = undefined
-              // the place kept in the store's line is given up once nobody here needs it (the last caller
-              // interrupted in line, or admitted with a place kept for a next request that will not come)
-              if (bucket.waiting > 0 || !bucket.placeInStore) return publish(bucket)
-              bucket.placeInStore = false
-              bucket.queuedUntil = 0
-              return Effect.zipRight(Effect.ignore(store.leave(bucket.id, waiter)), publish(bucket))
-            })
-            // built when the turn comes: a caller waiting in line holds no admission loop
-            const turn = () => Effect.onExit(admit(restore, arrived), () => leave)
-            if (!bucket.busy) {
-              bucket.busy = true
-              return turn()
-            }
-            node.state = "waiting"
-            bucket.line.push(node)
-            // all a waiting caller's fiber holds of the limiter: this region, one match and the suspension
-            return Effect.matchCauseEffect(
-              restore(Effect.async<void>((resume) => {
-                if (node.state === "waiting") {
-                  node.resume = resume
-                } else resume(Effect.void)
-              })),
-              { onFailure: (cause) => Effect.zipRight(leave, Effect.failCause(cause)), onSuccess: turn }
+      restore: Restore,
+      arrived: number
+    ) =>
+      Effect.gen(function*() {
+        yield* recall(bucket)
+        yield* publish(bucket)
+        while (true) {
+          if (neverFits(bucket, request.tokens)) return yield* Effect.fail(tooLarge(bucket, request.tokens))
+          const now = yield* Clock.currentTimeMillis
+          settleMargin(bucket, now)
+          // capacity that comes back while the store answers is not missed: the count tells
+          const releases = bucket.releases
+          const queuedUntil = bucket.queuedUntil
+          bucket.queuedUntil = 0
+          const reservation = bucket.blockedUntil > now
+            ? { _tag: "Wait" as const, waitMs: bucket.blockedUntil - now }
+            : queuedUntil > now
+            ? { _tag: "Wait" as const, waitMs: queuedUntil - now }
+            // probing: woken when a request in flight lands (the window's length bounds a wake-up lost)
+            : probing(bucket) && bucket.inFlight.size >= Math.floor(bucket.learning!.probe)
+            ? { _tag: "Wait" as const, waitMs: windowMs }
+            : yield* store.reserve(
+              bucket.id,
+              request.tokens,
+              limitsOf(bucket, request.tokens),
+              waiter,
+              bucket.waiting > 1
             )
+          if (reservation._tag === "TooLarge") bucket.placeInStore = false
+          if (reservation._tag !== "TooLarge" && "usage" in reservation) {
+            yield* noted(bucket)(reservation.usage)
+            bucket.placeInStore = reservation._tag === "Wait" || reservation.queuedMs !== undefined
+          }
+          if (reservation._tag === "Admitted") {
+            if (reservation.queuedMs !== undefined) bucket.queuedUntil = now + reservation.queuedMs
+            const granted = permit(bucket, reservation.id, request.tokens)
+            yield* Metric.increment(ClientMetrics.limiterAdmitted)
+            yield* Metric.incrementBy(ClientMetrics.limiterTokensReserved, request.tokens)
+            // the wait counts from arrival: time in line behind others as well as time at the head
+            if (now > arrived) yield* Metric.incrementBy(ClientMetrics.limiterWaitMillis, now - arrived)
+            return granted
+          }
+          if (reservation._tag === "TooLarge") return yield* Effect.fail(tooLarge(bucket, request.tokens))
+          if ("usage" in reservation && (yield* waitsOn(bucket, reservation.usage, request.tokens, now))) continue
+          if (bucket.releases !== releases) continue
+          // until the window frees enough, or sooner when a reservation shrinks or comes back
+          const wake = yield* Deferred.make<void>()
+          bucket.wake = wake
+          yield* restore(Effect.raceAll([
+            Effect.sleep(Duration.millis(reservation.waitMs)),
+            Deferred.await(wake),
+            store.released(bucket.id, waiter)
+          ]))
+          // Stryker disable next-line ConditionalExpression,EqualityOperator: a stale wake-up nobody awaits is harmless: the next sleeper sets its own, a release just completes it
+          if (bucket.wake === wake) bucket.wake = undefined
+        }
+      })
+
+    /**
+     * A caller leaves `bucket`'s line: interrupted in it, its place is given up; otherwise the turn goes on to
+     * whoever is next.
+     */
+    const leave = (bucket: Bucket, node: LineNode) =>
+      Effect.suspend(() => {
+        bucket.waiting--
+        if (node.state === "waiting") {
+          // Stryker disable next-line StringLiteral: only "waiting" is ever compared: a node in any other state is skipped
+          node.state = "gone"
+        } else handOn(bucket)
+        node.resume = undefined
+        // the place kept in the store's line is given up once nobody here needs it (the last caller
+        // interrupted in line, or admitted with a place kept for a next request that will not come)
+        if (bucket.waiting > 0 || !bucket.placeInStore) return publish(bucket)
+        bucket.placeInStore = false
+        bucket.queuedUntil = 0
+        return Effect.zipRight(Effect.ignore(store.leave(bucket.id, waiter)), publish(bucket))
+      })
+
+    /**
+     * The wait in the bucket's line, then the admission loop, then `then`: only the wait in line and the sleeps at
+     * the head can be interrupted; the turn is always handed on.
+     */
+    const inLine = <A, E, R>(
+      bucket: Bucket,
+      request: Parameters<RateLimiter.Service["acquire"]>[0],
+      then: Then<A, E, R>,
+      restore: Restore
+    ): Effect.Effect<A, E, R> =>
+      // few frames stay on a waiting caller's fiber: thousands may wait at once
+      Effect.clockWith((clock) => {
+        const arrived = clock.unsafeCurrentTimeMillis()
+        bucket.waiting++
+        // Stryker disable next-line ObjectLiteral,StringLiteral: a node not in the line is only ever compared with "waiting"
+        const node: LineNode = { state: "turn", resume: undefined }
+        // built when the turn comes: a caller waiting in line holds no admission loop
+        const turn = () =>
+          Effect.matchCauseEffect(Effect.onExit(atHead(bucket, request, restore, arrived), () => leave(bucket, node)), {
+            onFailure: (cause) => then(Exit.failCause(cause), restore),
+            onSuccess: (permit) => then(Exit.succeed(permit), restore)
           })
+        if (!bucket.busy) {
+          bucket.busy = true
+          return turn()
+        }
+        node.state = "waiting"
+        bucket.line.push(node)
+        // all a waiting caller's fiber holds of the limiter: one match and the suspension
+        return Effect.matchCauseEffect(
+          restore(Effect.async<void>((resume) => {
+            if (node.state === "waiting") {
+              node.resume = resume
+            } else resume(Effect.void)
+          })),
+          {
+            onFailure: (cause) => Effect.zipRight(leave(bucket, node), then(Exit.failCause(cause), restore)),
+            onSuccess: turn
+          }
         )
       })
-    }
 
     const wouldWait: RateLimiter.Service["wouldWait"] = (request) =>
       Effect.gen(function*() {
@@ -1057,6 +1109,7 @@ export const make = (
     return {
       cost,
       acquire,
+      acquireWith,
       wouldWait,
       learn,
       learnModels,
@@ -1088,6 +1141,7 @@ export const make = (
  * ```ts
  * import { RateLimiter } from "effect-aifs"
  * import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
  *
  * // the limiter on its own: a permit per request, counted in the key's and model's bucket
  * const program = Effect.gen(function*() {
@@ -1116,6 +1170,7 @@ export const layer = (options: Options = {}): Layer.Layer<RateLimiter> =>
  * ```ts
  * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
  * import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
  * import * as Layer from "effect/Layer"
  *
  * // the limiter on a store and an estimator you provide (a store shared between processes, a real tokenizer)
@@ -1145,6 +1200,7 @@ export const layerWith = (
  * ```ts
  * import { ClientConfig, RateLimiter } from "effect-aifs"
  * import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
  * import * as Layer from "effect/Layer"
  *
  * // the tier from the configuration (AIFS_TIER with `ClientConfig.layerFromEnv`), the window from options
@@ -1176,6 +1232,7 @@ export const layerFromClientConfig = (options: Options = {}): Layer.Layer<RateLi
  * ```ts
  * import { ClientConfig, LimiterStore, RateLimiter } from "effect-aifs"
  * import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
  * import * as Layer from "effect/Layer"
  *
  * // the tier from the configuration, the store yours: `RedisLimiterStore.layer(url)` shares it between processes
@@ -1237,6 +1294,7 @@ const noPermit: Permit = {
 export const layerDisabled: Layer.Layer<RateLimiter> = Layer.succeed(RateLimiter, {
   cost: () => ({ model: undefined, tokens: 0 }),
   acquire: () => Effect.succeed(noPermit),
+  acquireWith: (_, then) => Effect.uninterruptibleMask((restore) => then(Exit.succeed(noPermit), restore)),
   wouldWait: () => Effect.succeed(false),
   learn: () => Effect.void,
   learnModels: () => Effect.void,

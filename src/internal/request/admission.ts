@@ -6,8 +6,9 @@
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
-import type { Permit, RateLimiter } from "../../layers/RateLimiter.js"
+import type { Permit, RateLimiter, Restore } from "../../layers/RateLimiter.js"
 import type { ApiError, LimiterUnavailable, RequestTooLarge } from "../../schemas/Errors.js"
 import type { RequestOptions } from "../../services/InferenceHttpClient.js"
 
@@ -25,8 +26,12 @@ export interface FirstAdmission {
   admission: Admission | undefined
 }
 
-/** Makes an effect interruptible again inside an uninterruptible region. */
-export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+/** What the limiter counts for a request. */
+interface Ticket {
+  readonly key: string
+  readonly model: string
+  readonly tokens: number
+}
 
 /** The routes the queue root mirrors: a request to one of these may be routed there. */
 const queueable = new Set([
@@ -56,6 +61,37 @@ const jsonBody = (request: HttpClientRequest.HttpClientRequest): unknown => {
  * is open; once it is closed, no request leaves the line.
  */
 export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { readonly open: boolean }) => {
+  /** What the limiter counts for a request: none when it names no model (the body is parsed only for this). */
+  const ticketOf = (request: HttpClientRequest.HttpClientRequest): Ticket | undefined => {
+    const body = jsonBody(request)
+    const cost = body === undefined ? undefined : limiter.cost(request.url, body)
+    const model = cost?.model
+    return cost === undefined || model === undefined ? undefined : { key: keyId(), model, tokens: cost.tokens }
+  }
+
+  /**
+   * `acquire`, unless the request may go to the queue and the limiter would make it wait: then `queued` with its
+   * admission there (the caller's limits were meant for /v2: the queue waits for capacity, so it gets the queue's).
+   */
+  const routed = <A, E, R>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    ticket: Ticket,
+    queued: (admission: Admission) => Effect.Effect<A, E, R>,
+    acquire: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E, R> => {
+    if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
+    return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
+      wait && line.open
+        ? queued({
+          permit: undefined,
+          options: { ...options, base: "queue", timeout: undefined, firstByteTimeout: undefined },
+          model: ticket.model,
+          key: ticket.key
+        })
+        : acquire)
+  }
+
   /**
    * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured); `onGranted`
    * sees the permit as the limiter grants it. Use through `guarded`.
@@ -65,32 +101,18 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
     options: RequestOptions,
     onGranted: (permit: Permit) => void
   ): Effect.Effect<Admission, RequestTooLarge | LimiterUnavailable> => {
-    // the body is parsed only to estimate its cost for the limiter
-    const body = jsonBody(request)
-    const cost = body === undefined ? undefined : limiter.cost(request.url, body)
-    const model = cost?.model
-    if (cost === undefined || model === undefined) return Effect.succeed({ permit: undefined, options, model })
-    const ticket = { key: keyId(), model, tokens: cost.tokens }
+    const ticket = ticketOf(request)
+    if (ticket === undefined) return Effect.succeed({ permit: undefined, options, model: undefined })
     // granted after the line closed: the place goes back at once (another process may use it), and the caller
     // waits until it is interrupted (`guarded`'s second cancel of the permit finds nothing to remove)
     const acquire = Effect.flatMap(
       limiter.acquire(ticket, onGranted),
       (permit): Effect.Effect<Admission> =>
         line.open
-          ? Effect.succeed({ permit, options, model, key: ticket.key })
+          ? Effect.succeed({ permit, options, model: ticket.model, key: ticket.key })
           : Effect.zipRight(permit.cancel, Effect.never)
     )
-    if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
-    return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
-      wait && line.open
-        // the caller's limits were meant for /v2: the queue waits for capacity, so it gets the queue's
-        ? Effect.succeed({
-          permit: undefined,
-          options: { ...options, base: "queue", timeout: undefined, firstByteTimeout: undefined },
-          model,
-          key: ticket.key
-        })
-        : acquire)
+    return routed(request, options, ticket, Effect.succeed, acquire)
   }
 
   /**
@@ -137,28 +159,25 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
     refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError>,
     use: (first: FirstAdmission, waitedMs: number) => Effect.Effect<B, E2, R2>
   ): Effect.Effect<B, ApiError | E2, R2> =>
-    // as few frames as possible stay on a caller's fiber while it waits (this region, one match, the wait):
-    // thousands may wait at once
     Effect.clockWith((clock) => {
       const arrived = clock.unsafeCurrentTimeMillis()
-      let granted: Permit | undefined
-      return Effect.uninterruptibleMask((restore) =>
-        Effect.matchCauseEffect(
-          restore(admit(request, options, (permit) => {
-            granted = permit
-          })),
-          {
-            onFailure: (cause) => failedWith(cause, granted, refused),
-            onSuccess: (admission) => {
-              const first: FirstAdmission = { admission }
-              return Effect.ensuring(
-                restore(Effect.suspend(() => use(first, clock.unsafeCurrentTimeMillis() - arrived))),
-                Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
-              )
-            }
-          }
+      const used = (first: FirstAdmission) => use(first, clock.unsafeCurrentTimeMillis() - arrived)
+      const ticket = ticketOf(request)
+      if (ticket === undefined) return used({ admission: { permit: undefined, options, model: undefined } })
+      // the permit goes to `use` in the limiter's own step: nothing can come between, and a caller waiting in
+      // line holds its place and this, not the operation's machinery
+      const acquire = limiter.acquireWith(ticket, (acquired, restore): Effect.Effect<B, ApiError | E2, R2> => {
+        if (Exit.isFailure(acquired)) return failedWith(acquired.cause, undefined, refused)
+        const permit = acquired.value
+        // granted after the line closed: the place goes back at once, the caller waits until it is interrupted
+        if (!line.open) return Effect.zipRight(permit.cancel, restore(Effect.never))
+        const first: FirstAdmission = { admission: { permit, options, model: ticket.model, key: ticket.key } }
+        return Effect.ensuring(
+          restore(Effect.suspend(() => used(first))),
+          Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
         )
-      )
+      })
+      return routed(request, options, ticket, (admission) => used({ admission }), acquire)
     })
 
   return { guarded, first }
