@@ -3,6 +3,7 @@
  * gives back and whom that wakes, what observers and metrics see, the long line, and the layers.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -19,7 +20,7 @@ import * as TestClock from "effect/TestClock"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
-import { LimiterUnavailable } from "../../src/schemas/Errors.js"
+import { LimiterUnavailable, RequestTooLarge } from "../../src/schemas/Errors.js"
 import { ModelList } from "../../src/schemas/Models.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 import { limiterWith, runReady, settled, stillWaiting, ticket } from "../helpers/limiter.js"
@@ -326,6 +327,64 @@ describe("the line", () => {
     }))
 })
 
+describe("acquireWith: the permit handed to the caller's continuation", () => {
+  /** What `then` saw: how the acquisition ended, and whether it ran interruptibly, alone and under `restore`. */
+  const observed = (limiter: RateLimiter.RateLimiter.Service, tokens = 10) =>
+    limiter.acquireWith(ticket(tokens), (acquired, restore) =>
+      Effect.gen(function*() {
+        const interruptible = yield* Effect.checkInterruptible(Effect.succeed)
+        const restored = yield* restore(Effect.checkInterruptible(Effect.succeed))
+        return { acquired, interruptible, restored }
+      }))
+
+  it.effect("runs on the permit in the limiter's uninterruptible step, at once or after the line; restore undoes it", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ window: "10 seconds", limits: { m: { rpm: 1, tpm: 1_000 } } })
+      const first = yield* observed(limiter)
+      assert.isTrue(Exit.isSuccess(first.acquired))
+      assert.deepStrictEqual([first.interruptible, first.restored], [false, true])
+      // the window is full: the second caller waits, then gets its permit the same way
+      const second = yield* Effect.fork(observed(limiter))
+      assert.isTrue(yield* stillWaiting(second))
+      yield* TestClock.adjust("10 seconds")
+      const later = yield* settled(second, "the caller in line")
+      assert.isTrue(Exit.isSuccess(later.acquired))
+      assert.deepStrictEqual([later.interruptible, later.restored], [false, true])
+      assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 1)
+    }))
+
+  it.effect("sees a refusal as a failure it may turn into a value of its own", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 10, tpm: 1_000 } } })
+      const seen = yield* limiter.acquireWith(
+        ticket(1_001),
+        (acquired) => Effect.succeed(Exit.isFailure(acquired) ? Cause.squash(acquired.cause) : acquired.value)
+      )
+      assert.instanceOf(seen, RequestTooLarge)
+    }))
+
+  it.effect("interrupted in line: it sees the interruption, gives up its place, and the next caller is served", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ window: "10 seconds", limits: { m: { rpm: 1, tpm: 1_000 } } })
+      yield* limiter.acquire(ticket())
+      const seen: Array<string> = []
+      const head = yield* Effect.fork(limiter.acquire(ticket()))
+      const quitter = yield* Effect.fork(limiter.acquireWith(ticket(), (acquired) => {
+        seen.push(Exit.isInterrupted(acquired) ? "interrupted" : "other")
+        return acquired
+      }))
+      const next = yield* Effect.fork(limiter.acquire(ticket()))
+      assert.isTrue(yield* stillWaiting(next))
+      yield* Fiber.interrupt(quitter)
+      assert.deepStrictEqual(seen, ["interrupted"])
+      assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 2)
+      yield* TestClock.adjust("10 seconds")
+      yield* settled(head, "the head")
+      yield* TestClock.adjust("10 seconds")
+      yield* settled(next, "the caller behind the one that left")
+    }))
+})
+
 describe("the layers", () => {
   it.effect("layerDisabled: requests go at once, nothing is counted or estimated", () =>
     Effect.gen(function*() {
@@ -341,6 +400,8 @@ describe("the layers", () => {
         yield* permit.refund
         yield* permit.cancel
       }
+      const handed = yield* limiter.acquireWith(ticket(1_000_000), (acquired) => acquired)
+      assert.strictEqual(handed.tokens, 0)
       assert.isFalse(yield* limiter.wouldWait(ticket()))
       yield* limiter.learn("key#1", "m", new RateLimitInfo({ observedAt: 0 }), 429)
       yield* limiter.learnModels(models([{ id: "m", meta_data: { max_output_length: 5 } }]))
