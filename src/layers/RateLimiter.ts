@@ -203,7 +203,7 @@ export interface BucketState {
 /**
  * Makes an effect interruptible again inside an uninterruptible region.
  *
- * @since 0.1.0
+ * @since 0.3.0
  * @category models
  */
 export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
