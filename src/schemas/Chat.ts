@@ -635,6 +635,9 @@ const choiceWithDefaults = (
     true
   )
 
+const nullish = (u: unknown) => u === undefined || u === null
+const optionalString = (u: unknown) => u === undefined || typeof u === "string"
+const optionalNumber = (u: unknown) => u === undefined || typeof u === "number"
 const nullishString = (u: unknown) => u === undefined || u === null || typeof u === "string"
 const nullishNumber = (u: unknown) => u === undefined || u === null || typeof u === "number"
 const deltaKeys = ["role", "content", "reasoning_content", "refusal"] as const
@@ -657,6 +660,28 @@ const record = (u: unknown): Record<string, unknown> | undefined =>
   typeof u === "object" && u !== null && Object.getPrototypeOf(u) === Object.prototype
     ? u as Record<string, unknown>
     : undefined
+
+const usageKeys = [
+  "prompt_tokens",
+  "completion_tokens",
+  "total_tokens",
+  "prompt_tokens_details",
+  "completion_tokens_details"
+]
+
+/** The common usage (counts, no details), checked by hand and built by its class; the class decodes any other. */
+const usageOf = (u: unknown): Either.Either<Usage, ParseResult.ParseError> => {
+  const usage = record(u)
+  if (usage === undefined || !optionalNumber(usage.prompt_tokens) || !optionalNumber(usage.total_tokens)) {
+    return decodeUsage(u)
+  }
+  const common = nullishNumber(usage.completion_tokens) && nullish(usage.prompt_tokens_details) &&
+    nullish(usage.completion_tokens_details)
+  const fields = common ? pick(usage, usageKeys) : undefined
+  return fields === undefined
+    ? decodeUsage(u)
+    : Either.right(new Usage(fields as ConstructorParameters<typeof Usage>[0], true))
+}
 
 /** A choice of the common chunk (an index, a delta of text fields only), or undefined for any other. */
 const commonChoice = (u: unknown): ChatCompletionChunkChoice | undefined => {
@@ -687,8 +712,7 @@ const commonChunk = (u: unknown): ChatCompletionChunk | undefined => {
   if (wire === undefined || !Array.isArray(wire.choices) || (wire.usage !== undefined && wire.usage !== null)) {
     return undefined
   }
-  if (!(wire.id === undefined || typeof wire.id === "string")) return undefined
-  if (!(wire.model === undefined || typeof wire.model === "string")) return undefined
+  if (!optionalString(wire.id) || !optionalString(wire.model)) return undefined
   if (!nullishString(wire.object) || !nullishNumber(wire.created) || !nullishString(wire.system_fingerprint)) {
     return undefined
   }
@@ -712,7 +736,7 @@ const decodeWire = ParseResult.decodeUnknown(Schema.encodedSchema(ChatCompletion
  */
 const fromCheckedWire = (wire: typeof ChatCompletionChunk.Encoded, ast: SchemaAST.AST) => {
   // the usage chunk comes once per stream: its class decodes as usual
-  const usage = wire.usage === undefined || wire.usage === null ? Either.right(wire.usage) : decodeUsage(wire.usage)
+  const usage = nullish(wire.usage) ? Either.right(wire.usage) : usageOf(wire.usage)
   if (Either.isLeft(usage)) return ParseResult.fail(new ParseResult.Type(ast, wire, "invalid usage"))
   const { choices, ...rest } = wire
   return ParseResult.succeed(
@@ -765,7 +789,7 @@ const completionKeys = ["id", "object", "created", "model", "system_fingerprint"
 /** The message of the common answer (text fields, no tool calls) with its defaults, or undefined for any other. */
 const commonMessage = (u: unknown): ChatCompletionMessage | undefined => {
   const message = record(u)
-  if (message === undefined || !(message.role === undefined || typeof message.role === "string")) return undefined
+  if (message === undefined || !optionalString(message.role)) return undefined
   if (message.tool_calls !== undefined && message.tool_calls !== null) return undefined
   if (!nullishString(message.content) || !nullishString(message.reasoning_content)) return undefined
   if (!nullishString(message.refusal)) return undefined
@@ -778,7 +802,7 @@ const commonMessage = (u: unknown): ChatCompletionMessage | undefined => {
 /** A choice of the common answer with its defaults, or undefined for any other. */
 const commonCompletionChoice = (u: unknown): ChatCompletionChoice | undefined => {
   const choice = record(u)
-  if (choice === undefined || !(choice.index === undefined || typeof choice.index === "number")) return undefined
+  if (choice === undefined || !optionalNumber(choice.index)) return undefined
   if (!nullishString(choice.finish_reason)) return undefined
   const message = commonMessage(choice.message)
   const fields = pick(choice, completionChoiceKeys)
@@ -794,14 +818,12 @@ const commonCompletionChoice = (u: unknown): ChatCompletionChoice | undefined =>
 const commonCompletion = (u: unknown): ChatCompletion | undefined => {
   const wire = record(u)
   if (wire === undefined || !Array.isArray(wire.choices)) return undefined
-  if (!(wire.id === undefined || typeof wire.id === "string")) return undefined
-  if (!(wire.model === undefined || typeof wire.model === "string")) return undefined
+  if (!optionalString(wire.id) || !optionalString(wire.model)) return undefined
   if (!nullishString(wire.object) || !nullishNumber(wire.created) || !nullishString(wire.system_fingerprint)) {
     return undefined
   }
   if (!nullishString(wire.service_tier)) return undefined
-  // the usage by its class, as the schema does
-  const usage = wire.usage === undefined || wire.usage === null ? Either.right(wire.usage) : decodeUsage(wire.usage)
+  const usage = nullish(wire.usage) ? Either.right(wire.usage) : usageOf(wire.usage)
   const fields = pick(wire, completionKeys)
   if (Either.isLeft(usage) || fields === undefined || ("usage" in wire && wire.usage === undefined)) return undefined
   const choices: Array<ChatCompletionChoice> = []
