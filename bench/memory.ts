@@ -109,13 +109,12 @@ export const run = async (): Promise<Report> => {
         `interrupted, the limiter's line checked empty, and RSS read again (RSS rarely shrinks: the heap is kept ` +
         `for reuse).`,
       notes: [
-        "Where a waiting request's heap goes (a heap snapshot of 10,000 waiters, diffed with one before them, and the " +
-        "same count of bare fibers): a fiber that waits on a shared `Deferred` and holds nothing else costs 1.8 KB once " +
-        "warm (3.3 KB for the first 10,000 of a process: Effect's per-fiber structures grow); the request and its " +
-        "parameters 0.7 KB; the rest, about 5 KB, is the suspended chain of the call (about 37 closures, 41 closure " +
-        "scopes and 20 effect values across the service, the transport's admission and the limiter's line, with a " +
-        "node in the line, no timer, span or retry machinery). The 2.5 KB target leaves 0.7 KB beside the fiber: the " +
-        "request and its parameters alone."
+        "The floor: the same number of fibers, each holding what a `Chat.create` call holds before it reaches the " +
+        "client (its parameters and the request built from them), suspended in one `Effect.async` under one frame, " +
+        "measured the same way after the waiting requests are interrupted. A forked fiber suspended on nothing takes " +
+        "1.4 KB; the target lies below the floor. Over the floor, a waiting call holds four frames (the service's, the " +
+        "limiter's region, one match, the suspension), the continuation the transport hands the limiter " +
+        "(`RateLimiter.acquireWith`: the operation's, exchange's and reader's closures) and its node in the line."
       ]
     }
   } finally {
