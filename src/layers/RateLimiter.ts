@@ -9,7 +9,6 @@
  * import { Chat, Testing } from "effect-aifs"
  * import * as Clock from "effect/Clock"
  * import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
  *
  * // 2 requests per second for this model: the third request waits on the client instead of collecting a 429
  * const server = Testing.layerEmulator({
@@ -195,12 +194,6 @@ export interface BucketState {
 }
 
 /**
- * A reservation made for one request.
- *
- * @since 0.1.0
- * @category models
- */
-/**
  * Makes an effect interruptible again inside an uninterruptible region.
  *
  * @since 0.3.0
@@ -208,6 +201,12 @@ export interface BucketState {
  */
 export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
+/**
+ * A reservation made for one request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Permit {
   /** Tokens reserved. */
   readonly tokens: number
@@ -239,7 +238,6 @@ export interface Permit {
  * ```ts
  * import { Chat, RateLimiter, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
  *
  * // what the limiter knows: limits (from headers where the model sends them), usage, callers waiting
  * const program = Effect.gen(function*() {
@@ -269,7 +267,6 @@ export class RateLimiter extends Context.Tag("effect-aifs/RateLimiter")<RateLimi
  * ```ts
  * import { RateLimiter, Testing } from "effect-aifs"
  * import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
  *
  * // the gate of this application's transport: provided where the client's layer is built
  * const line = { open: true }
@@ -1141,7 +1138,6 @@ export const make = (
  * ```ts
  * import { RateLimiter } from "effect-aifs"
  * import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
  *
  * // the limiter on its own: a permit per request, counted in the key's and model's bucket
  * const program = Effect.gen(function*() {
@@ -1170,7 +1166,6 @@ export const layer = (options: Options = {}): Layer.Layer<RateLimiter> =>
  * ```ts
  * import { LimiterStore, RateLimiter, TokenEstimator } from "effect-aifs"
  * import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
  * import * as Layer from "effect/Layer"
  *
  * // the limiter on a store and an estimator you provide (a store shared between processes, a real tokenizer)
@@ -1200,7 +1195,6 @@ export const layerWith = (
  * ```ts
  * import { ClientConfig, RateLimiter } from "effect-aifs"
  * import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
  * import * as Layer from "effect/Layer"
  *
  * // the tier from the configuration (AIFS_TIER with `ClientConfig.layerFromEnv`), the window from options
@@ -1232,7 +1226,6 @@ export const layerFromClientConfig = (options: Options = {}): Layer.Layer<RateLi
  * ```ts
  * import { ClientConfig, LimiterStore, RateLimiter } from "effect-aifs"
  * import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
  * import * as Layer from "effect/Layer"
  *
  * // the tier from the configuration, the store yours: `RedisLimiterStore.layer(url)` shares it between processes
