@@ -132,4 +132,28 @@ describe("permit accounting between the transport and the limiter", () => {
       }
       assert.strictEqual(yield* counted, 0)
     }).pipe(Effect.provide(stack(() => ({ body: {} }), {}))))
+
+  it.effect("a request that names no model, or has no JSON body, goes out without the limiter, first try or retry", () =>
+    Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      const limiter = yield* RateLimiter.RateLimiter
+      const noModel = HttpClientRequest.post("/vector_stores").pipe(HttpClientRequest.bodyUnsafeJson({ name: "docs" }))
+      const form = HttpClientRequest.post("/files").pipe(HttpClientRequest.bodyText("a,b", "text/csv"))
+      for (const request of [noModel, form, HttpClientRequest.get("/models")]) {
+        const exit = yield* Effect.exit(http.json(request, Schema.Unknown))
+        // the server refuses once, then answers: the retry goes out without the limiter too
+        assert.isTrue(Exit.isSuccess(exit), `${request.method} ${request.url}`)
+      }
+      assert.deepStrictEqual(yield* limiter.snapshot, [])
+    }).pipe(Effect.provide(stack(refusedOnceEach(), { retries: 1 }))))
 })
+
+/** A server that answers each route's first request with a 500, then with an empty object. */
+const refusedOnceEach = (): Testing.Handler => {
+  const seen = new Set<string>()
+  return (request) => {
+    const first = !seen.has(request.path)
+    seen.add(request.path)
+    return first ? { status: 500, body: { error: { message: "try again" } } } : { body: {} }
+  }
+}

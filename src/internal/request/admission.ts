@@ -7,7 +7,6 @@ import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { identity } from "effect/Function"
 import type { Permit, RateLimiter, Restore } from "../../layers/RateLimiter.js"
 import type { ApiError, LimiterUnavailable, RequestTooLarge } from "../../schemas/Errors.js"
 import type { RequestOptions } from "../../services/InferenceHttpClient.js"
@@ -64,9 +63,9 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
   /** What the limiter counts for a request: none when it names no model (the body is parsed only for this). */
   const ticketOf = (request: HttpClientRequest.HttpClientRequest): Ticket | undefined => {
     const body = jsonBody(request)
-    const cost = body === undefined ? undefined : limiter.cost(request.url, body)
-    const model = cost?.model
-    return cost === undefined || model === undefined ? undefined : { key: keyId(), model, tokens: cost.tokens }
+    if (body === undefined) return undefined
+    const { model, tokens } = limiter.cost(request.url, body)
+    return model === undefined ? undefined : { key: keyId(), model, tokens }
   }
 
   /**
@@ -93,59 +92,33 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
   }
 
   /**
-   * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured); `onGranted`
-   * sees the permit as the limiter grants it. Use through `guarded`.
+   * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured), then runs `then`
+   * with its admission from inside an uninterruptible region (`restore` makes what it runs interruptible again).
+   * The limiter hands the permit over in its own step, so no interruption can land between the grant and `then`;
+   * `refused` sees a refusal by the limiter (larger than the whole quota).
    */
-  const admit = (
+  const admitted = <B, E, R>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
-    onGranted: (permit: Permit) => void
-  ): Effect.Effect<Admission, RequestTooLarge | LimiterUnavailable> => {
+    refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError>,
+    then: (admission: Admission, restore: Restore) => Effect.Effect<B, E, R>
+  ): Effect.Effect<B, ApiError | E, R> => {
     const ticket = ticketOf(request)
-    if (ticket === undefined) return Effect.succeed({ permit: undefined, options, model: undefined })
-    // granted after the line closed: the place goes back at once (another process may use it), and the caller
-    // waits until it is interrupted (`guarded`'s second cancel of the permit finds nothing to remove)
-    const acquire = Effect.flatMap(
-      limiter.acquire(ticket, onGranted),
-      (permit): Effect.Effect<Admission> =>
-        line.open
-          ? Effect.succeed({ permit, options, model: ticket.model, key: ticket.key })
-          : Effect.zipRight(permit.cancel, Effect.never)
-    )
-    return routed(request, options, ticket, Effect.succeed, acquire)
-  }
-
-  /**
-   * What a failed admission ends in: a permit granted just as the failure (an interruption) landed is given back,
-   * not lost between the limiter and this caller; `refused` sees a refusal by the limiter.
-   */
-  const failedWith = (
-    cause: Cause.Cause<RequestTooLarge | LimiterUnavailable>,
-    granted: Permit | undefined,
-    refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError>
-  ): Effect.Effect<never, ApiError> => {
-    const failed = granted === undefined
-      ? Effect.failCause(cause)
-      : Effect.zipRight(granted.cancel, Effect.failCause(cause))
-    return Cause.isInterrupted(cause) ? failed : refused(failed)
-  }
-
-  /**
-   * `admit`, from inside an uninterruptible region (`restore` makes the wait interruptible), its permit never
-   * lost to an interruption (`failedWith`).
-   */
-  const guarded = (
-    restore: Restore,
-    request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions
-  ): Effect.Effect<Admission, ApiError> => {
-    let granted: Permit | undefined
-    return Effect.catchAllCause(
-      restore(admit(request, options, (permit) => {
-        granted = permit
-      })),
-      (cause) => failedWith(cause, granted, identity)
-    )
+    const now = (admission: Admission) => Effect.uninterruptibleMask((restore) => then(admission, restore))
+    if (ticket === undefined) return now({ permit: undefined, options, model: undefined })
+    // a caller waiting in line holds its place and `then`, not the attempt's machinery
+    const acquire = limiter.acquireWith(ticket, (acquired, restore): Effect.Effect<B, ApiError | E, R> => {
+      if (Exit.isFailure(acquired)) {
+        return Cause.isInterrupted(acquired.cause)
+          ? Effect.failCause(acquired.cause)
+          : refused(Effect.failCause(acquired.cause))
+      }
+      // granted after the line closed: the place goes back at once (another process may use it), and the caller
+      // waits until it is interrupted
+      if (!line.open) return Effect.zipRight(acquired.value.cancel, restore(Effect.never))
+      return then({ permit: acquired.value, options, model: ticket.model, key: ticket.key }, restore)
+    })
+    return routed(request, options, ticket, now, acquire)
   }
 
   /**
@@ -161,26 +134,16 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
   ): Effect.Effect<B, ApiError | E2, R2> =>
     Effect.clockWith((clock) => {
       const arrived = clock.unsafeCurrentTimeMillis()
-      const used = (first: FirstAdmission) => use(first, clock.unsafeCurrentTimeMillis() - arrived)
-      const ticket = ticketOf(request)
-      if (ticket === undefined) return used({ admission: { permit: undefined, options, model: undefined } })
-      // the permit goes to `use` in the limiter's own step: nothing can come between, and a caller waiting in
-      // line holds its place and this, not the operation's machinery
-      const acquire = limiter.acquireWith(ticket, (acquired, restore): Effect.Effect<B, ApiError | E2, R2> => {
-        if (Exit.isFailure(acquired)) return failedWith(acquired.cause, undefined, refused)
-        const permit = acquired.value
-        // granted after the line closed: the place goes back at once, the caller waits until it is interrupted
-        if (!line.open) return Effect.zipRight(permit.cancel, restore(Effect.never))
-        const first: FirstAdmission = { admission: { permit, options, model: ticket.model, key: ticket.key } }
+      return admitted(request, options, refused, (admission, restore) => {
+        const first: FirstAdmission = { admission }
         return Effect.ensuring(
-          restore(Effect.suspend(() => used(first))),
+          restore(Effect.suspend(() => use(first, clock.unsafeCurrentTimeMillis() - arrived))),
           Effect.suspend(() => first.admission?.permit?.cancel ?? Effect.void)
         )
       })
-      return routed(request, options, ticket, (admission) => used({ admission }), acquire)
     })
 
-  return { guarded, first }
+  return { admitted, first }
 }
 
 /** The admissions of one key: what `make` returns. */

@@ -8,7 +8,8 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import type { Permit } from "../../layers/RateLimiter.js"
+import { identity } from "effect/Function"
+import type { Permit, Restore } from "../../layers/RateLimiter.js"
 import type { ApiError } from "../../schemas/Errors.js"
 import type { RateLimitInfo } from "../../schemas/RateLimit.js"
 import type { RequestOptions, ResponseMetadata } from "../../services/InferenceHttpClient.js"
@@ -138,23 +139,24 @@ export const make = (deps: Deps) => {
     read: Read<A>,
     first: FirstAdmission
   ) =>
-    // uninterruptible between the limiter's grant and the guard that settles it: an interruption lands only
-    // inside `restore`, where the permit is always accounted for
-    Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(
-        first.admission === undefined ? admissions.guarded(restore, request, options) : Effect.succeed(first.admission),
-        (admission) => {
-          first.admission = undefined
-          const outcome = outcomeOf(admission, deps.learn)
-          // interrupted or timed out before the answer: once sent, the server may have counted the request, so it
-          // stays counted from now (the limiter never gives back what the server may hold); not sent: it comes back
-          return Effect.onExit(
-            restore(exchange(request, admission.options, accept, admission.permit, outcome, read)),
-            (exit) => outcome.unsettled(exit)
-          )
-        }
-      )
-    )
+    Effect.suspend(() => {
+      // from the limiter's grant until the exchange starts, uninterruptible: an interruption lands only inside
+      // `restore`, where the permit is always accounted for
+      const admitted = (admission: Admission, restore: Restore) => {
+        first.admission = undefined
+        const outcome = outcomeOf(admission, deps.learn)
+        // interrupted or timed out before the answer: once sent, the server may have counted the request, so it
+        // stays counted from now (the limiter never gives back what the server may hold); not sent: it comes back
+        return Effect.onExit(
+          restore(exchange(request, admission.options, accept, admission.permit, outcome, read)),
+          (exit) => outcome.unsettled(exit)
+        )
+      }
+      const taken = first.admission
+      return taken === undefined
+        ? admissions.admitted(request, options, identity, admitted)
+        : Effect.uninterruptibleMask((restore) => admitted(taken, restore))
+    })
 
   /** One attempt: through the limiter when it is on. */
   return <A>(
