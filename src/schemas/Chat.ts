@@ -638,8 +638,8 @@ const choiceWithDefaults = (
 const nullish = (u: unknown) => u === undefined || u === null
 const optionalString = (u: unknown) => u === undefined || typeof u === "string"
 const optionalNumber = (u: unknown) => u === undefined || typeof u === "number"
-const nullishString = (u: unknown) => u === undefined || u === null || typeof u === "string"
-const nullishNumber = (u: unknown) => u === undefined || u === null || typeof u === "number"
+const nullishString = (u: unknown) => nullish(u) || typeof u === "string"
+const nullishNumber = (u: unknown) => nullish(u) || typeof u === "number"
 const deltaKeys = ["role", "content", "reasoning_content", "refusal"] as const
 const deltaFields = [...deltaKeys, "tool_calls"]
 const choiceKeys = ["index", "finish_reason", "logprobs"]
@@ -709,7 +709,7 @@ const chunkKeys = ["id", "object", "created", "model", "system_fingerprint", "us
  */
 const commonChunk = (u: unknown): ChatCompletionChunk | undefined => {
   const wire = record(u)
-  if (wire === undefined || !Array.isArray(wire.choices) || (wire.usage !== undefined && wire.usage !== null)) {
+  if (wire === undefined || !Array.isArray(wire.choices) || !nullish(wire.usage)) {
     return undefined
   }
   if (!optionalString(wire.id) || !optionalString(wire.model)) return undefined
@@ -735,7 +735,7 @@ const decodeWire = ParseResult.decodeUnknown(Schema.encodedSchema(ChatCompletion
  * (no per-field default transformations, each of which checks both of its sides).
  */
 const fromCheckedWire = (wire: typeof ChatCompletionChunk.Encoded, ast: SchemaAST.AST) => {
-  // the usage chunk comes once per stream: its class decodes as usual
+  // the usage chunk comes once per stream
   const usage = nullish(wire.usage) ? Either.right(wire.usage) : usageOf(wire.usage)
   if (Either.isLeft(usage)) return ParseResult.fail(new ParseResult.Type(ast, wire, "invalid usage"))
   const { choices, ...rest } = wire
@@ -784,13 +784,13 @@ export const ChatCompletionChunkFromWire: Schema.Schema<ChatCompletionChunk, typ
 
 const messageKeys = ["role", "content", "reasoning_content", "refusal", "tool_calls"]
 const completionChoiceKeys = ["index", "finish_reason", "logprobs"]
-const completionKeys = ["id", "object", "created", "model", "system_fingerprint", "service_tier"]
+const completionKeys = ["id", "object", "created", "model", "system_fingerprint", "service_tier", "usage"]
 
 /** The message of the common answer (text fields, no tool calls) with its defaults, or undefined for any other. */
 const commonMessage = (u: unknown): ChatCompletionMessage | undefined => {
   const message = record(u)
   if (message === undefined || !optionalString(message.role)) return undefined
-  if (message.tool_calls !== undefined && message.tool_calls !== null) return undefined
+  if (!nullish(message.tool_calls)) return undefined
   if (!nullishString(message.content) || !nullishString(message.reasoning_content)) return undefined
   if (!nullishString(message.refusal)) return undefined
   const fields = pick(message, messageKeys)
@@ -825,7 +825,7 @@ const commonCompletion = (u: unknown): ChatCompletion | undefined => {
   if (!nullishString(wire.service_tier)) return undefined
   const usage = nullish(wire.usage) ? Either.right(wire.usage) : usageOf(wire.usage)
   const fields = pick(wire, completionKeys)
-  if (Either.isLeft(usage) || fields === undefined || ("usage" in wire && wire.usage === undefined)) return undefined
+  if (Either.isLeft(usage) || fields === undefined) return undefined
   const choices: Array<ChatCompletionChoice> = []
   for (const each of wire.choices) {
     const choice = commonCompletionChoice(each)
@@ -833,7 +833,7 @@ const commonCompletion = (u: unknown): ChatCompletion | undefined => {
     choices.push(choice)
   }
   fields.choices = choices
-  if (usage.right !== undefined) fields.usage = usage.right
+  if (!nullish(usage.right)) fields.usage = usage.right
   return new ChatCompletion(fields as ConstructorParameters<typeof ChatCompletion>[0], true)
 }
 
