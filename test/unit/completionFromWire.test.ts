@@ -9,21 +9,9 @@ import * as FastCheck from "effect/FastCheck"
 import * as Schema from "effect/Schema"
 import { ChatCompletion, ChatCompletionFromWire } from "../../src/schemas/Chat.js"
 import { Usage } from "../../src/schemas/Shared.js"
+import { decodesLike } from "../helpers/fromWire.js"
 
-const options = { onExcessProperty: "ignore" } as const
-const slow = Schema.decodeUnknownEither(ChatCompletion, options)
-const fast = Schema.decodeUnknownEither(ChatCompletionFromWire, options)
-
-const same = (input: unknown) => {
-  const a = slow(input)
-  const b = fast(input)
-  assert.strictEqual(Either.isRight(b), Either.isRight(a), `one decoder accepted ${JSON.stringify(input)}`)
-  if (Either.isRight(a) && Either.isRight(b)) {
-    assert.instanceOf(b.right, ChatCompletion)
-    assert.deepStrictEqual(b.right, a.right)
-    assert.strictEqual(b.right.text, a.right.text)
-  }
-}
+const { fast, inherited, same, underOptions } = decodesLike(ChatCompletion, ChatCompletionFromWire)
 
 const text = FastCheck.option(FastCheck.string({ maxLength: 6 }), { nil: null })
 const extra = FastCheck.dictionary(FastCheck.constantFrom("x", "tool", "id2"), FastCheck.jsonValue({ maxDepth: 1 }))
@@ -112,18 +100,8 @@ describe("ChatCompletionFromWire", () => {
   })
 
   it("decodes as the class under the caller's options, and never reads an inherited field", () => {
-    const common = { id: "c", choices: [{ index: 0, message: { content: "x", extra: 1 } }], extra: 2 }
-    for (const onExcessProperty of ["error", "preserve", "ignore"] as const) {
-      const slowWith = Schema.decodeUnknownEither(ChatCompletion, { onExcessProperty })(common)
-      const fastWith = Schema.decodeUnknownEither(ChatCompletionFromWire, { onExcessProperty })(common)
-      assert.strictEqual(fastWith._tag, slowWith._tag, onExcessProperty)
-      if (Either.isRight(slowWith) && Either.isRight(fastWith)) assert.deepStrictEqual(fastWith.right, slowWith.right)
-    }
-    const inherited = Object.create({ id: "inherited", model: "inherited" }, {
-      choices: { value: [], enumerable: true }
-    })
-    same(inherited)
-    assert.strictEqual(Schema.decodeUnknownSync(ChatCompletionFromWire)(inherited).id, "")
+    underOptions({ id: "c", choices: [{ index: 0, message: { content: "x", extra: 1 } }], extra: 2 })
+    inherited()
   })
 
   it("refuses what the class refuses, accepts what it accepts, for arbitrary JSON", () => {
