@@ -1,10 +1,12 @@
 /**
  * Shared pieces of the benchmarks: the report shape, percentiles, formatting, a bounded local server.
  */
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
+import type * as NodeModule from "../src/layers/Node.js"
+import type * as ChatModule from "../src/services/Chat.js"
 
 /** One target of the issue and whether this run met it. */
 export interface Target {
@@ -25,6 +27,32 @@ export interface Report {
   readonly how: string
   /** Anything worth saying about this run. */
   readonly notes?: ReadonlyArray<string> | undefined
+}
+
+let built = false
+
+/** Builds the client as published (`dist/`), once per run. */
+export const buildPublished = (): void => {
+  if (built) return
+  execFileSync("npm", ["run", "--silent", "build"], {
+    cwd: fileURLToPath(new URL("..", import.meta.url)),
+    stdio: "inherit"
+  })
+  built = true
+}
+
+/**
+ * The client as users run it: compiled (`dist/`, built first), not through the TypeScript loader the benchmarks run
+ * under (tsx compiles with esbuild's `keepNames`, which names every function a request makes: a cost no user pays).
+ */
+export const published = async () => {
+  buildPublished()
+  const load = <M>(path: string) => import(new URL(`../dist/esm/${path}`, import.meta.url).href) as Promise<M>
+  const [Node, Chat] = await Promise.all([
+    load<typeof NodeModule>("layers/Node.js"),
+    load<typeof ChatModule>("services/Chat.js")
+  ])
+  return { Node, Chat }
 }
 
 /** Whether the process runs with `--expose-gc` (as `npm run bench` does), so that `collect` collects. */

@@ -4,9 +4,9 @@
  * process (bench/memory-client.mjs), the emulator in another; the client's peak resident memory is sampled every
  * 50 ms; then every request is interrupted and the memory measured again.
  */
-import { execFileSync, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { fixed, type Report, startEmulator, thousands } from "./common.js"
+import { buildPublished, fixed, type Report, startEmulator, thousands } from "./common.js"
 
 const mb = (bytes: number) => bytes / (1024 * 1024)
 const childLimitMs = 180_000
@@ -53,7 +53,7 @@ const measure = (root: string, emulator: { baseUrl: string; key: string }) =>
 export const run = async (): Promise<Report> => {
   const root = fileURLToPath(new URL("..", import.meta.url))
   // the client as published: compiled, without the TypeScript loader the benchmarks run under
-  execFileSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: "inherit" })
+  buildPublished()
   const emulator = await startEmulator("basic")
   try {
     const result = await measure(root, emulator)

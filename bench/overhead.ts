@@ -11,9 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import OpenAI from "openai"
 import { request as undiciRequest } from "undici"
-import * as Node from "../src/layers/Node.js"
-import * as Chat from "../src/services/Chat.js"
-import { drain, fixed, listen, percentile, type Report, textTable, thousands, within } from "./common.js"
+import { drain, fixed, listen, percentile, published, type Report, textTable, thousands, within } from "./common.js"
 import { profiled, stepsOf } from "./profile.js"
 
 const sequentialCount = Number(process.env.BENCH_OVERHEAD_SEQUENTIAL ?? 2000)
@@ -90,6 +88,7 @@ const measureEffect = (send: Effect.Effect<unknown, unknown>, count: number, wid
   })
 
 export const run = async (): Promise<Report> => {
+  const { Chat, Node } = await published()
   const server = await listen((request, response) => {
     drain(request, () => {
       if (request.method === "POST" && request.url === "/v2/chat/completions") {
@@ -313,8 +312,8 @@ export const run = async (): Promise<Report> => {
       `${completion.length}-byte ChatCompletion. In each of ${rounds} rounds every client sends ${warmup} warm-up requests, then ` +
       `${thousands(sequentialCount)} one after the other and ${thousands(concurrentCount)} with ${inFlight} in ` +
       `flight (workers pulling from a shared counter); each figure is the round with the median requests/s; latency from ` +
-      `send to decoded answer. effect-aifs: ` +
-      `\`Chat.create\` inside one Effect program (no \`runPromise\` per request), bare with ` +
+      `send to decoded answer. effect-aifs, as published (\`dist/\`, built by the benchmark, not through the ` +
+      `TypeScript loader): \`Chat.create\` inside one Effect program (no \`runPromise\` per request), bare with ` +
       `\`Node.layer({ rateLimiter: false, maxRetries: 0 })\`, defaults with \`Node.layer\`'s defaults (the ` +
       `limiter on, retries on) and the model's limits set far above the load (an unknown plan would be probed), ` +
       `and the same with \`@effect/opentelemetry\`'s \`NodeSdk\` batching every span to an exporter that drops ` +

@@ -5,9 +5,7 @@
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import OpenAI from "openai"
-import * as Node from "../src/layers/Node.js"
-import * as Chat from "../src/services/Chat.js"
-import { drain, fixed, listen, percentile, type Report, thousands, within } from "./common.js"
+import { drain, fixed, listen, percentile, published, type Report, thousands, within } from "./common.js"
 
 /** Stream lengths, in chunks (BENCH_STREAMING_CHUNKS: a comma-separated list), and repetitions of each. */
 const sizes = (process.env.BENCH_STREAMING_CHUNKS ?? "1000,20000,100000").split(",").map(Number)
@@ -53,6 +51,7 @@ interface Figures {
 
 /** Streams a `chunkCount`-chunk body with each client, alternating, after warm-ups. */
 const measure = async (chunkCount: number): Promise<Figures> => {
+  const { Chat, Node } = await published()
   const bytes = streamOf(chunkCount)
   const server = await listen((request, response) => {
     drain(request, () => {
@@ -140,7 +139,8 @@ export const run = async (): Promise<Report> => {
       `${sizes.map(thousands).join(", ")} \`chat.completion.chunk\` events (role, content pieces, finish, usage) ` +
       `and \`[DONE]\` (${figures.map((f) => `${(f.bytes / 1e6).toFixed(1)} MB`).join(", ")}), written at once. ` +
       `Each client streams it (60, 7 or 3 times by length: a short stream's time swings most) after warm-ups (50 for the shortest, else 2), alternating; chunks/s = chunks ` +
-      `decoded / time from request to the end of the stream. effect-aifs: \`Chat.createStream\` with ` +
+      `decoded / time from request to the end of the stream. effect-aifs, as published (\`dist/\`, built by the ` +
+      `benchmark): \`Chat.createStream\` with ` +
       `\`Node.layer\`'s defaults (the limiter on, with the model's limits far above the load; retries on), ` +
       `schema-decoded \`ChatCompletionChunk\`s counted with \`Stream.runCount\`; openai: \`for await\` over ` +
       `\`chat.completions.create({ stream: true })\` (no validation of the chunks).`
