@@ -1,5 +1,5 @@
 /**
- * Shared pieces of the benchmarks: the report shape, percentiles, formatting, a bounded local server.
+ * Shared pieces of the benchmarks: the report shape, percentiles, formatting, a bounded local server, the client as published.
  */
 import { execFileSync, spawn } from "node:child_process"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
