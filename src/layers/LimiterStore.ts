@@ -235,7 +235,9 @@ export declare namespace LimiterStore {
      * Moves a counted entry to now (never earlier than where it is): the time the server answered, by which it
      * has surely counted the request, so the entry leaves the window no sooner than the server's does.
      */
-    readonly restamp: (bucket: string, id: number, windowMs: number) => Effect.Effect<Usage, LimiterUnavailable>
+    readonly restamp:
+      & ((bucket: string, id: number, windowMs: number) => Effect.Effect<Usage, LimiterUnavailable>)
+      & { readonly now?: RestampNow | undefined }
     /**
      * Counts what the server counted beyond the store's count (another client on the key, requests the server
      * received late): raises the window's requests and tokens to at least the server's, the added usage dated
@@ -270,7 +272,10 @@ export declare namespace LimiterStore {
         ? (...args: P) => Effect.Effect<A>
         : never
     }
-    & { readonly reserve: { readonly now?: ReserveNow | undefined } }
+    & {
+      readonly reserve: { readonly now?: ReserveNow | undefined }
+      readonly restamp: { readonly now?: RestampNow | undefined }
+    }
 
   /**
    * `reserve` answered at once, for a store that keeps its count in this process and reads the caller's clock (`now`
@@ -288,6 +293,16 @@ export declare namespace LimiterStore {
     limits: Limits,
     now: number
   ) => Extract<Reservation, { readonly _tag: "Admitted" }> | undefined
+
+  /**
+   * `restamp` answered at once (`now` is the caller's time), for a store that keeps its count in this process, as
+   * `reserve.now` is: a property of the `restamp` function it answers for (`restamp.now`), left behind by a store
+   * that wraps another's `restamp`. The limiter settles an answered request in one step with it.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export type RestampNow = (bucket: string, id: number, windowMs: number, now: number) => Usage
 }
 
 interface Entry extends SlidingWindowLog.Entry {
@@ -401,6 +416,15 @@ export const makeMemory = (): LimiterStore.Infallible => {
     return requestsWaitMs > 0 || tokensWaitMs > 0 ? undefined : admit(bucket, tokens, now, limits.windowMs)
   }
 
+  const restampNow: LimiterStore.RestampNow = (name, id, windowMs, now) => {
+    const bucket = prunedAt(name, windowMs, now)
+    const entry = entryOf(bucket, id)
+    if (entry !== undefined && entry.at < now && bucket.entries.remove(entry)) {
+      bucket.entries.insert({ ...entry, at: now })
+    }
+    return usageOf(bucket.entries, now, windowMs)
+  }
+
   return {
     reserve: Object.assign(
       (name: string, tokens: number, limits: Limits, waiter?: string, more?: boolean) =>
@@ -444,14 +468,11 @@ export const makeMemory = (): LimiterStore.Infallible => {
         const removed = entry !== undefined && bucket.entries.remove(entry)
         return [usageOf(bucket.entries, now, windowMs), removed]
       }),
-    restamp: (name, id, windowMs) =>
-      at(name, windowMs, (bucket, now) => {
-        const entry = entryOf(bucket, id)
-        if (entry !== undefined && entry.at < now && bucket.entries.remove(entry)) {
-          bucket.entries.insert({ ...entry, at: now })
-        }
-        return usageOf(bucket.entries, now, windowMs)
-      }),
+    restamp: Object.assign(
+      (name: string, id: number, windowMs: number) =>
+        Effect.clockWith((clock) => Effect.sync(() => restampNow(name, id, windowMs, clock.unsafeCurrentTimeMillis()))),
+      { now: restampNow }
+    ),
     topUp: (name, count, windowMs) =>
       at(name, windowMs, ({ entries }, now) => {
         const before = usageOf(entries, now, windowMs)

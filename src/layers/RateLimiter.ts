@@ -741,29 +741,43 @@ export const make = (
     const paces = (bucket: Bucket) =>
       bucket.learning !== undefined && (estimated(bucket.requestsSource) || estimated(bucket.tokensSource))
 
+    const restampNow = store.restamp.now
+    /**
+     * A request's permit, counted in the store as `id`. Most requests settle once, by `succeeded`: the others are
+     * built only when they run (a permit is made for every request).
+     */
     const permit = (bucket: Bucket, id: number, tokens: number): Permit => {
       const seq = ++bucket.admissions
       const generation = bucket.learning?.generation ?? 0
       if (bucket.learning !== undefined) {
         bucket.inFlight.set(seq, tokens)
       }
-      const cancel = Effect.zipRight(
-        settle(
-          bucket,
-          Effect.suspend(() => store.remove(bucket.id, id, windowOf(bucket)))
-        ),
-        Effect.suspend(() => {
-          bucket.inFlight.delete(seq)
-          return released(bucket)
-        })
+      const cancel = Effect.suspend(() =>
+        Effect.zipRight(
+          settle(bucket, store.remove(bucket.id, id, windowOf(bucket))),
+          Effect.suspend(() => {
+            bucket.inFlight.delete(seq)
+            return released(bucket)
+          })
+        )
       )
       const answeredWith = (succeeded: boolean) =>
-        Effect.suspend(() => {
-          const restamp = Effect.suspend(() => store.restamp(bucket.id, id, windowOf(bucket)))
-          if (!bucket.inFlight.delete(seq)) return settle(bucket, restamp)
+        Effect.withFiberRuntime((fiber) => {
+          if (!bucket.inFlight.delete(seq)) {
+            // nothing learnt from it: only the store's count to settle, in this step when the store answers at once
+            if (restampNow === undefined) return settle(bucket, store.restamp(bucket.id, id, windowOf(bucket)))
+            const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+            bucket.usage = restampNow(bucket.id, id, windowOf(bucket), now)
+            bucket.usageAt = now
+            return Effect.void
+          }
           // while probing, the place in flight it leaves lets the head go
           return Effect.zipRight(
-            settle(bucket, restamp, observe(bucket, generation, succeeded)),
+            settle(
+              bucket,
+              Effect.suspend(() => store.restamp(bucket.id, id, windowOf(bucket))),
+              observe(bucket, generation, succeeded)
+            ),
             probing(bucket) ? released(bucket) : Effect.void
           )
         })
@@ -775,7 +789,7 @@ export const make = (
             : reconcileMode === "actual" && actual < tokens
             ? Effect.zipRight(settle(bucket, store.adjust(bucket.id, id, actual, windowOf(bucket))), released(bucket))
             : Effect.void,
-        answered: answeredWith(false),
+        answered: Effect.suspend(() => answeredWith(false)),
         succeeded: answeredWith(true),
         cancel,
         throttled: Effect.suspend(() => {
@@ -786,9 +800,8 @@ export const make = (
             Effect.zipRight(Effect.sync(() => paces(bucket)))
           )
         }),
-        refund: Effect.zipRight(
-          settle(bucket, Effect.suspend(() => store.adjust(bucket.id, id, 0, windowOf(bucket)))),
-          released(bucket)
+        refund: Effect.suspend(() =>
+          Effect.zipRight(settle(bucket, store.adjust(bucket.id, id, 0, windowOf(bucket))), released(bucket))
         )
       }
     }

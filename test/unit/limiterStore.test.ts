@@ -82,6 +82,44 @@ describe("LimiterStore.makeMemory", () => {
     const wrapped: LimiterStore.LimiterStore.Service = { ...store, reserve: (...args) => store.reserve(...args) }
     assert.isUndefined(wrapped.reserve.now)
   })
+
+  it("restamp.now moves an entry to the caller's now as restamp does, never earlier; an unknown entry changes nothing", async () => {
+    const stores = [LimiterStore.makeMemory(), LimiterStore.makeMemory()]
+    const limits = { requests: 5, tokens: 100, windowMs: 1000 }
+    const [viaNow, viaEffect] = await Promise.all(stores.map(async (store) => {
+      const run = <A>(at: number, effect: Effect.Effect<A, unknown>) => Effect.runPromise(atTime(at)(effect))
+      const first = await run(0, store.reserve("b", 10, limits))
+      await run(100, store.reserve("b", 20, limits))
+      return { store, run, id: first._tag === "Admitted" ? first.id : -1 }
+    }))
+    const restamped = [
+      viaNow!.store.restamp.now!("b", viaNow!.id, 1000, 400),
+      await viaEffect!.run(400, viaEffect!.store.restamp("b", viaEffect!.id, 1000))
+    ]
+    // the oldest entry is now the second one (sent at 100): it leaves the window first
+    assert.deepStrictEqual(restamped, [
+      { requests: 2, tokens: 30, nextExpiryMs: 700 },
+      { requests: 2, tokens: 30, nextExpiryMs: 700 }
+    ])
+    // never moved back: a restamp at an earlier moment than the entry's keeps it where it is
+    assert.deepStrictEqual(viaNow!.store.restamp.now!("b", viaNow!.id, 1000, 300), {
+      requests: 2,
+      tokens: 30,
+      nextExpiryMs: 800
+    })
+    // the first entry counts until 1400: at 1100 the second has left, the first not
+    assert.deepStrictEqual(viaNow!.store.restamp.now!("b", 999, 1000, 1100), {
+      requests: 1,
+      tokens: 10,
+      nextExpiryMs: 300
+    })
+    // a store that wraps restamp leaves restamp.now behind
+    const wrapped: LimiterStore.LimiterStore.Service = {
+      ...viaNow!.store,
+      restamp: (...args) => viaNow!.store.restamp(...args)
+    }
+    assert.isUndefined(wrapped.restamp.now)
+  })
 })
 
 describe("the sliding-window arithmetic", () => {

@@ -6,6 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
+import type * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
@@ -312,6 +313,48 @@ describe("RateLimiter", () => {
       yield* plain.acquire(ticket())
       yield* plain.acquire(ticket())
       assert.deepStrictEqual(calls.reserve, 2)
+    }))
+
+  it.effect("an answer settles its permit by the store's restamp.now while nothing is learnt; else, or without it, by restamp", () =>
+    Effect.gen(function*() {
+      const calls = { now: 0, restamp: 0 }
+      const counting = (withNow: boolean) =>
+        memoryStoreWith((inner) => {
+          const restamp: LimiterStore.LimiterStore.Service["restamp"] = (...args) => {
+            calls.restamp++
+            return inner.restamp(...args)
+          }
+          const now: LimiterStore.LimiterStore.RestampNow = (...args) => {
+            calls.now++
+            return inner.restamp.now!(...args)
+          }
+          return { restamp: withNow ? Object.assign(restamp, { now }) : restamp }
+        })
+      const options = { margin: 0, window: "10 seconds", limits: { m: { rpm: 1, tpm: 1_000_000 } } } as const
+      // the next request waits until the first's entry leaves the window: 10 s after its answer came, not its sending
+      const waitAfterAnswer = (store: Layer.Layer<LimiterStore.LimiterStore>, answer: "succeeded" | "answered") =>
+        Effect.gen(function*() {
+          const limiter = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(store, options))
+          const start = yield* Clock.currentTimeMillis
+          const first = yield* limiter.acquire(ticket())
+          yield* TestClock.adjust("3 seconds")
+          yield* first[answer]
+          const next = yield* Effect.fork(limiter.acquire(ticket()))
+          yield* driveUntilDone(next, "1 second")
+          return (yield* Clock.currentTimeMillis) - start
+        })
+      assert.strictEqual(yield* waitAfterAnswer(counting(true), "succeeded"), 13_000)
+      assert.deepStrictEqual(calls, { now: 1, restamp: 0 })
+      assert.strictEqual(yield* waitAfterAnswer(counting(true), "answered"), 13_000)
+      assert.deepStrictEqual(calls, { now: 2, restamp: 0 })
+      // without restamp.now, the same through restamp
+      assert.strictEqual(yield* waitAfterAnswer(counting(false), "succeeded"), 13_000)
+      assert.deepStrictEqual(calls, { now: 2, restamp: 1 })
+      // a limiter that learns its limits observes every answer: through restamp, whose count it learns from
+      const learning = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(counting(true), { tier: "auto" }))
+      const permit = yield* learning.acquire(ticket())
+      yield* permit.succeeded
+      assert.deepStrictEqual(calls, { now: 2, restamp: 2 })
     }))
 
   it.effect("onGranted sees a permit granted just as its caller is interrupted, so that the caller can give it back", () =>

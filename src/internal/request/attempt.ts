@@ -7,7 +7,6 @@ import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import type { Permit, Restore } from "../../layers/RateLimiter.js"
 import type { ApiError } from "../../schemas/Errors.js"
@@ -70,8 +69,9 @@ interface Outcome {
   /** Set as the request is handed to the HTTP client: from then on, the server may count it. */
   sending: boolean
   settled: boolean
-  readonly settle: (error: ApiError | undefined, meta?: ResponseMetadata) => Effect.Effect<ApiError | undefined>
-  readonly unsettled: (exit: Exit.Exit<unknown, unknown>) => Effect.Effect<void>
+  readonly succeeded: (meta: ResponseMetadata) => Effect.Effect<void>
+  readonly failed: (error: ApiError) => Effect.Effect<ApiError>
+  readonly unsettled: () => Effect.Effect<void>
 }
 
 /** The reader of an attempt's response. */
@@ -102,9 +102,10 @@ export const make = (deps: Deps) => {
         outcome.sending = true
         return sent
       }).pipe(
-        Effect.catchAll((error) => Effect.flatMap(outcome.settle(error), (settled) => Effect.fail(settled ?? error))),
-        Effect.tap(([, meta]) => outcome.settle(undefined, meta)),
-        Effect.flatMap(answered)
+        Effect.matchEffect({
+          onFailure: (error) => Effect.flatMap(outcome.failed(error), Effect.fail),
+          onSuccess: (exchange) => Effect.zipRight(outcome.succeeded(exchange[1]), answered(exchange))
+        })
       )
       const total = { after: timeouts.total, error: () => totalTimedOut(timeouts.total, endpoint) }
       return deps.deadlines.within(
@@ -147,9 +148,13 @@ export const make = (deps: Deps) => {
         const outcome = outcomeOf(admission, deps.learn)
         // interrupted or timed out before the answer: once sent, the server may have counted the request, so it
         // stays counted from now (the limiter never gives back what the server may hold); not sent: it comes back
-        return Effect.onExit(
+        // `admitted` runs uninterruptibly: what follows the exchange runs however it ends (`onExit` in fewer steps)
+        return Effect.matchCauseEffect(
           restore(exchange(request, admission.options, accept, admission.permit, outcome, read)),
-          (exit) => outcome.unsettled(exit)
+          {
+            onFailure: (cause) => Effect.zipRight(outcome.unsettled(), Effect.failCause(cause)),
+            onSuccess: Effect.succeed
+          }
         )
       }
       const taken = first.admission
@@ -172,16 +177,19 @@ export const make = (deps: Deps) => {
 }
 
 /**
- * What the outcome of an admitted attempt tells the limiter. `settle` takes the exchange's error, or the metadata of
- * an answer with a 2xx status, and returns the error to fail with (a 429 the limiter paces comes back as
- * `pacedByLimiter`); `unsettled` settles a permit the exchange never reached (interrupted, timed out).
+ * What the outcome of an admitted attempt tells the limiter. `succeeded` takes the metadata of an answer with a 2xx
+ * status; `failed` the exchange's error, and returns the error to fail with (a 429 the limiter paces comes back as
+ * `pacedByLimiter`); `unsettled` settles a permit the exchange never reached (interrupted, timed out). Each marks
+ * the permit settled and settles it in one piece: `unsettled` leaves a settled permit alone.
  */
 const outcomeOf = ({ key, model, permit }: Admission, learn: Deps["learn"]): Outcome => {
-  const learnt = (info: RateLimitInfo | undefined, status: number | undefined) =>
-    model === undefined || info === undefined ? Effect.void : learn(key, model, info, status ?? 0)
-  /** The permit's settlement, and the error to fail with. */
-  const settlement = (permit: Permit, error: ApiError | undefined): Effect.Effect<ApiError | undefined> => {
-    if (error === undefined) return Effect.as(permit.succeeded, undefined)
+  /** What an answer, or the error made of one, teaches the limiter (other errors teach nothing). */
+  const learnt = (answer: Answer) =>
+    model === undefined || answer.rateLimit === undefined
+      ? Effect.void
+      : learn(key, model, answer.rateLimit, answer.status ?? 0)
+  /** The permit's settlement of a failed exchange, and the error to fail with. */
+  const settlement = (permit: Permit, error: ApiError): Effect.Effect<ApiError> => {
     // a 429 the server did not count: the slot comes back, and a limiter that learns its limits measures them;
     // when it then paces the retry itself (it waits until the window frees), the retry need not wait
     if (error._tag === "RateLimited") {
@@ -192,18 +200,18 @@ const outcomeOf = ({ key, model, permit }: Admission, learn: Deps["learn"]): Out
   const state: Outcome = {
     sending: false,
     settled: false,
-    settle: (error: ApiError | undefined, meta?: ResponseMetadata): Effect.Effect<ApiError | undefined> => {
-      // marks the permit settled and settles it in one piece: `unsettled` leaves a settled permit alone
-      const settled = Effect.uninterruptible(Effect.suspend(() => {
+    succeeded: (meta) =>
+      Effect.uninterruptible(Effect.suspend(() => {
+        state.settled = true
+        return permit?.succeeded ?? Effect.void
+      })).pipe(Effect.zipRight(learnt(meta))),
+    failed: (error) =>
+      Effect.uninterruptible(Effect.suspend(() => {
         state.settled = true
         return permit === undefined ? Effect.succeed(error) : settlement(permit, error)
-      }))
-      // an answer's error carries the status and the limits it came with; other errors neither
-      const answer: Answer | undefined = error ?? meta
-      return Effect.zipLeft(settled, learnt(answer?.rateLimit, answer?.status))
-    },
-    unsettled: (exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
-      state.settled || permit === undefined || Exit.isSuccess(exit)
+      })).pipe(Effect.zipLeft(learnt(error))),
+    unsettled: () =>
+      state.settled || permit === undefined
         ? Effect.void
         : state.sending
         ? permit.answered

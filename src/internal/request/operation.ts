@@ -8,7 +8,7 @@ import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Metric from "effect/Metric"
+import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Metrics from "../../layers/ClientMetrics.js"
@@ -110,7 +110,10 @@ const tracedStream = <A>(
 export const make = (admissions: Admissions | undefined, server: Server | undefined) => {
   /** The wait in the limiter's line, as the `aifs.limiter.wait` histogram counts it. */
   const waited = <A, E, R>(effect: Effect.Effect<A, E, R>, waitedMs: number) =>
-    Effect.zipRight(Metric.update(Metrics.limiterWait, waitedMs / 1000), effect)
+    Effect.withFiberRuntime<A, E, R>((fiber) => {
+      Metrics.limiterWait.unsafeUpdate(waitedMs / 1000, fiber.getFiberRef(FiberRef.currentMetricLabels))
+      return effect
+    })
 
   /** A refusal by the limiter (larger than the whole quota) still gets the operation's span, showing why. */
   const refusedIn = (options: RequestOptions) => (failed: Effect.Effect<never, ApiError>) =>
