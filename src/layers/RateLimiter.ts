@@ -534,14 +534,13 @@ export const make = (
 
     const windowOf = (bucket: Bucket) => windowMs + bucket.marginMs
 
-    /** Keeps the usage a store operation answered with (the state observers see). */
+    /** Keeps the usage a store operation answered with at `now` (the state observers see). */
+    const note = (bucket: Bucket, usage: Usage, now: number): void => {
+      bucket.usage = usage
+      bucket.usageAt = now
+    }
     const noted = (bucket: Bucket) => (usage: Usage) =>
-      Effect.clockWith((clock) =>
-        Effect.sync(() => {
-          bucket.usage = usage
-          bucket.usageAt = clock.unsafeCurrentTimeMillis()
-        })
-      )
+      Effect.clockWith((clock) => Effect.sync(() => note(bucket, usage, clock.unsafeCurrentTimeMillis())))
 
     /** The bucket's usage from the store now (the last known one when the store cannot answer). */
     const freshUsage = (bucket: Bucket) =>
@@ -767,8 +766,7 @@ export const make = (
             // nothing learnt from it: only the store's count to settle, in this step when the store answers at once
             if (restampNow === undefined) return settle(bucket, store.restamp(bucket.id, id, windowOf(bucket)))
             const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-            bucket.usage = restampNow(bucket.id, id, windowOf(bucket), now)
-            bucket.usageAt = now
+            note(bucket, restampNow(bucket.id, id, windowOf(bucket), now), now)
             return Effect.void
           }
           // while probing, the place in flight it leaves lets the head go
@@ -864,8 +862,7 @@ export const make = (
       const reservation = reserveNow(bucket.id, tokens, limitsOf(bucket, tokens), now)
       if (reservation === undefined) return undefined
       bucket.queuedUntil = 0
-      bucket.usage = reservation.usage
-      bucket.usageAt = now
+      note(bucket, reservation.usage, now)
       bucket.placeInStore = false
       return permit(bucket, reservation.id, tokens)
     }

@@ -19,6 +19,33 @@ export const memoryStoreWith = (
   )
     .pipe(Layer.provide(LimiterStore.layerMemory))
 
+/** How often a store's operation and its `now` form were called (see `countingStore`). */
+export interface Calls {
+  now: number
+  effect: number
+}
+
+/**
+ * The memory store with `operation` (`reserve` or `restamp`) counted in `calls`: the function and, when `withNow`,
+ * its `now` form (without it, the store has none, as a store that wraps the function).
+ */
+export const countingStore = (operation: "reserve" | "restamp", calls: Calls, withNow: boolean) =>
+  memoryStoreWith((inner) => {
+    const original = inner[operation] as (...args: ReadonlyArray<unknown>) => unknown
+    const originalNow = inner[operation].now as (...args: ReadonlyArray<unknown>) => unknown
+    const counted = (...args: ReadonlyArray<unknown>) => {
+      calls.effect++
+      return original(...args)
+    }
+    const now = (...args: ReadonlyArray<unknown>) => {
+      calls.now++
+      return originalNow(...args)
+    }
+    return { [operation]: withNow ? Object.assign(counted, { now }) : counted } as Partial<
+      LimiterStore.LimiterStore.Service
+    >
+  })
+
 /** A limiter on `store` with the default estimator. */
 export const limiterOn = (
   store: Layer.Layer<LimiterStore.LimiterStore>,

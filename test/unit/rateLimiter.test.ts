@@ -15,7 +15,7 @@ import type * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import type { LimiterUnavailable, RequestTooLarge } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
-import { limiterOn, memoryStoreWith, refusal } from "../helpers/stores.js"
+import { type Calls, countingStore, limiterOn, memoryStoreWith, refusal } from "../helpers/stores.js"
 
 const limiterWith = (options: RateLimiter.Options) =>
   Effect.provide(RateLimiter.RateLimiter, RateLimiter.layer({ margin: 0, ...options }))
@@ -271,34 +271,24 @@ describe("RateLimiter", () => {
 
   it.effect("a request to an idle bucket is admitted in one step by the store's reserve.now; a busy bucket's waits in line", () =>
     Effect.gen(function*() {
-      const calls = { now: 0, reserve: 0 }
-      const counting = (withNow: boolean) =>
-        memoryStoreWith((inner) => {
-          const reserve: LimiterStore.LimiterStore.Service["reserve"] = (...args) => {
-            calls.reserve++
-            return inner.reserve(...args)
-          }
-          const now: LimiterStore.LimiterStore.ReserveNow = (...args) => {
-            calls.now++
-            return inner.reserve.now!(...args)
-          }
-          return { reserve: withNow ? Object.assign(reserve, { now }) : reserve }
-        })
+      // `effect`: the calls of reserve
+      const calls: Calls = { now: 0, effect: 0 }
+      const counting = (withNow: boolean) => countingStore("reserve", calls, withNow)
       const options = { margin: 0, window: "10 seconds", limits: { m: { rpm: 2, tpm: 1_000_000 } } } as const
       const limiter = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(counting(true), options))
       yield* limiter.acquire(ticket())
       yield* limiter.acquire(ticket())
-      assert.deepStrictEqual(calls, { now: 2, reserve: 0 })
+      assert.deepStrictEqual(calls, { now: 2, effect: 0 })
       // the window is full: reserve.now changes nothing, the caller waits in line through reserve until it frees
       const third = yield* Effect.fork(limiter.acquire(ticket()))
       const permit = yield* driveUntilDone(third, "1 second")
       assert.strictEqual(permit.tokens, 10)
       assert.strictEqual(calls.now, 3)
-      assert.isAtLeast(calls.reserve, 2)
+      assert.isAtLeast(calls.effect, 2)
       assert.strictEqual(yield* Clock.currentTimeMillis, 10_000)
       // the window full again (one more goes at once), and while the line is busy no request asks past it
       yield* limiter.acquire(ticket())
-      calls.reserve = 0
+      calls.effect = 0
       calls.now = 0
       const waiting = yield* Effect.fork(limiter.acquire(ticket()))
       yield* Effect.yieldNow()
@@ -306,30 +296,20 @@ describe("RateLimiter", () => {
       yield* driveUntilDone(waiting, "1 second")
       yield* driveUntilDone(behind, "1 second")
       assert.strictEqual(calls.now, 1, "only the first asked reserve.now: the second found the line busy")
-      assert.isAtLeast(calls.reserve, 2)
+      assert.isAtLeast(calls.effect, 2)
       // a store without reserve.now: every request through reserve
-      calls.reserve = 0
+      calls.effect = 0
       const plain = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(counting(false), options))
       yield* plain.acquire(ticket())
       yield* plain.acquire(ticket())
-      assert.deepStrictEqual(calls.reserve, 2)
+      assert.deepStrictEqual(calls.effect, 2)
     }))
 
   it.effect("an answer settles its permit by the store's restamp.now while nothing is learnt; else, or without it, by restamp", () =>
     Effect.gen(function*() {
-      const calls = { now: 0, restamp: 0 }
-      const counting = (withNow: boolean) =>
-        memoryStoreWith((inner) => {
-          const restamp: LimiterStore.LimiterStore.Service["restamp"] = (...args) => {
-            calls.restamp++
-            return inner.restamp(...args)
-          }
-          const now: LimiterStore.LimiterStore.RestampNow = (...args) => {
-            calls.now++
-            return inner.restamp.now!(...args)
-          }
-          return { restamp: withNow ? Object.assign(restamp, { now }) : restamp }
-        })
+      // `effect`: the calls of restamp
+      const calls: Calls = { now: 0, effect: 0 }
+      const counting = (withNow: boolean) => countingStore("restamp", calls, withNow)
       const options = { margin: 0, window: "10 seconds", limits: { m: { rpm: 1, tpm: 1_000_000 } } } as const
       // the next request waits until the first's entry leaves the window: 10 s after its answer came, not its sending
       const waitAfterAnswer = (store: Layer.Layer<LimiterStore.LimiterStore>, answer: "succeeded" | "answered") =>
@@ -344,17 +324,17 @@ describe("RateLimiter", () => {
           return (yield* Clock.currentTimeMillis) - start
         })
       assert.strictEqual(yield* waitAfterAnswer(counting(true), "succeeded"), 13_000)
-      assert.deepStrictEqual(calls, { now: 1, restamp: 0 })
+      assert.deepStrictEqual(calls, { now: 1, effect: 0 })
       assert.strictEqual(yield* waitAfterAnswer(counting(true), "answered"), 13_000)
-      assert.deepStrictEqual(calls, { now: 2, restamp: 0 })
+      assert.deepStrictEqual(calls, { now: 2, effect: 0 })
       // without restamp.now, the same through restamp
       assert.strictEqual(yield* waitAfterAnswer(counting(false), "succeeded"), 13_000)
-      assert.deepStrictEqual(calls, { now: 2, restamp: 1 })
+      assert.deepStrictEqual(calls, { now: 2, effect: 1 })
       // a limiter that learns its limits observes every answer: through restamp, whose count it learns from
       const learning = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(counting(true), { tier: "auto" }))
       const permit = yield* learning.acquire(ticket())
       yield* permit.succeeded
-      assert.deepStrictEqual(calls, { now: 2, restamp: 2 })
+      assert.deepStrictEqual(calls, { now: 2, effect: 2 })
     }))
 
   it.effect("onGranted sees a permit granted just as its caller is interrupted, so that the caller can give it back", () =>
