@@ -1,7 +1,7 @@
 /**
  * Runs the benchmarks (all, or those named: `npm run bench -- goodput overhead`; `--profile` adds the CPU
- * profile of the overhead loops, by package), prints a table per
- * benchmark and writes its section of BENCHMARKS.md (sections of benchmarks not run are kept).
+ * profile of the overhead loops, by package, and where the memory bench's waiting calls allocated their heap),
+ * prints a table per benchmark and writes its section of BENCHMARKS.md (sections of benchmarks not run are kept).
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"

@@ -2,14 +2,20 @@
  * Memory: 10,000 chat requests queued in the limiter at once (a limiter with a one-hour window, so that after
  * the first 20 every request waits). The client runs as published (`dist/`, built first) alone in a child
  * process (bench/memory-client.mjs), the emulator in another; the client's peak resident memory is sampled every
- * 50 ms; then every request is interrupted and the memory measured again.
+ * 50 ms; then every request is interrupted and the memory measured again. `npm run bench -- memory --profile` also
+ * prints where a waiting call's heap was allocated, by package and by frame, beside the floor's.
  */
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { buildPublished, fixed, type Report, startEmulator, thousands } from "./common.js"
+import { buildPublished, fixed, markdownTable, type Report, startEmulator, textTable, thousands } from "./common.js"
+import { packageOf } from "./profile.js"
 
 const mb = (bytes: number) => bytes / (1024 * 1024)
 const childLimitMs = 180_000
+const profile = process.argv.includes("--profile")
+
+/** Live heap allocated by one frame, per fiber: `[functionName, url, line, bytes]`. */
+type HeapFrame = readonly [string, string, string, number]
 
 interface Figures {
   readonly queued: number
@@ -22,15 +28,63 @@ interface Figures {
   readonly interruptMs: number
   readonly left: number
   readonly after: number
+  readonly profile?: {
+    readonly count: number
+    readonly waiting: ReadonlyArray<HeapFrame>
+    readonly floor: ReadonlyArray<HeapFrame>
+  }
+}
+
+/** Bytes per fiber by package, for the frames of one measurement. */
+const byPackage = (frames: ReadonlyArray<HeapFrame>): Map<string, number> => {
+  const packages = new Map<string, number>()
+  for (const [name, url, , bytes] of frames) {
+    const pkg = packageOf(url, name)
+    packages.set(pkg, (packages.get(pkg) ?? 0) + bytes)
+  }
+  return packages
+}
+
+/**
+ * Where a waiting call's live heap was allocated, by package beside the floor's (rows, with the totals), and its
+ * top frames (printed).
+ */
+const heapProfile = ({ count, floor, waiting }: NonNullable<Figures["profile"]>) => {
+  const ours = byPackage(waiting)
+  const theirs = byPackage(floor)
+  const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0)
+  const bytes = (n: number | undefined) => fixed(n ?? 0, 0)
+  const packages = [...new Set([...ours.keys(), ...theirs.keys()])]
+    .sort((a, b) => (ours.get(b) ?? 0) - (ours.get(a) ?? 0))
+    .map((pkg) => [pkg, bytes(ours.get(pkg)), bytes(theirs.get(pkg))])
+    .concat([["total", bytes(total(ours)), bytes(total(theirs))]])
+  const headers = ["package", "waiting `Chat.create` B", "floor B"]
+  console.log(`\n-- live heap per suspended fiber by the package that allocated it (${thousands(count)} fibers) --`)
+  console.log(textTable(headers, packages))
+  const top = [...waiting].sort((a, b) => b[3] - a[3]).slice(0, 25).map(([name, url, line, n]) => [
+    packageOf(url, name),
+    `${name || "(anonymous)"} ${url.split("/").pop() ?? ""}:${line}`,
+    bytes(n)
+  ])
+  console.log("\n-- a waiting Chat.create's live heap by the frame that allocated it --")
+  console.log(textTable(["package", "frame", "B"], top))
+  return { headers, packages }
 }
 
 /** Runs bench/memory-client.mjs against the emulator; its figures from the JSON line it prints. */
 const measure = (root: string, emulator: { baseUrl: string; key: string }) =>
   new Promise<Figures>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--expose-gc", "bench/memory-client.mjs"], {
+    // profiled: no inlining, so that what a function allocates is not put down to its caller
+    const flags = profile ? ["--expose-gc", "--no-turbo-inlining"] : ["--expose-gc"]
+    const child = spawn(process.execPath, [...flags, "bench/memory-client.mjs"], {
       cwd: root,
       stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, BENCH_BASE_URL: emulator.baseUrl, BENCH_KEY: emulator.key }
+      env: {
+        ...process.env,
+        BENCH_BASE_URL: emulator.baseUrl,
+        BENCH_KEY: emulator.key,
+        ...(profile ? { BENCH_MEMORY_PROFILE: "1" } : {})
+      }
     })
     let output = ""
     const timer = setTimeout(() => child.kill("SIGKILL"), childLimitMs)
@@ -59,6 +113,7 @@ export const run = async (): Promise<Report> => {
     const result = await measure(root, emulator)
     const { after, baseline, floorPerWaiter, interruptMs, left, peakQueued, perWaiter, queuedMs, waiting } = result
     const { queued } = result
+    const profiled = result.profile === undefined ? undefined : heapProfile(result.profile)
     return {
       name: "memory",
       title: "Memory with requests queued in the limiter",
@@ -98,7 +153,7 @@ export const run = async (): Promise<Report> => {
           `${fixed(floorPerWaiter / 1024, 1)} KB`
       }],
       how: `The client runs as published (\`dist/\`, built by the benchmark) alone in a child process ` +
-        `(bench/memory-client.mjs, plain \`node --expose-gc\`), the emulator in another (\`aifs emulator --port 0\`). A limiter with a one-hour window on the basic tier (20 requests per window): ${
+        `(bench/memory-client.mjs, plain \`node --expose-gc\`; with \`--profile\`, also \`--no-turbo-inlining\`), the emulator in another (\`aifs emulator --port 0\`). A limiter with a one-hour window on the basic tier (20 requests per window): ${
           thousands(queued)
         } ` +
         `\`Chat.create\` calls are forked at once through \`Node.layer\`; the first 20 go, the rest wait in the ` +
@@ -114,7 +169,14 @@ export const run = async (): Promise<Report> => {
         "measured the same way after the waiting requests are interrupted. A forked fiber suspended on nothing takes " +
         "1.4 KB; the target lies below the floor. Over the floor, a waiting call holds four frames (the service's, the " +
         "limiter's region, one match, the suspension), the continuation the transport hands the limiter " +
-        "(`RateLimiter.acquireWith`: the operation's, exchange's and reader's closures) and its node in the line."
+        "(`RateLimiter.acquireWith`: the operation's, exchange's and reader's closures) and its node in the line.",
+        ...(profiled === undefined ? [] : [
+          "Where the live heap of a suspended fiber was allocated, by package (`--profile`: V8's sampling heap " +
+          "profiler, a sample every 64 bytes, 2,000 more waiting calls and 2,000 floor fibers after the run above, " +
+          "without inlining so that what a function allocates is put down to it; `bench` is the benchmark's own " +
+          "fork and parameters, `node` the encoded body and the profiler's session):\n\n" +
+          markdownTable(profiled.headers, profiled.packages)
+        ])
       ]
     }
   } finally {

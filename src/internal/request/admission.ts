@@ -5,6 +5,8 @@
  */
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { Permit, RateLimiter, Restore } from "../../layers/RateLimiter.js"
@@ -100,7 +102,10 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
   const admitted = <B, E, R>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
-    refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError>,
+    refused: (
+      failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>,
+      options: RequestOptions
+    ) => Effect.Effect<never, ApiError>,
     then: (admission: Admission, restore: Restore) => Effect.Effect<B, E, R>
   ): Effect.Effect<B, ApiError | E, R> => {
     const ticket = ticketOf(request)
@@ -111,7 +116,7 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
       if (Exit.isFailure(acquired)) {
         return Cause.isInterrupted(acquired.cause)
           ? Effect.failCause(acquired.cause)
-          : refused(Effect.failCause(acquired.cause))
+          : refused(Effect.failCause(acquired.cause), options)
       }
       // granted after the line closed: the place goes back at once (another process may use it), and the caller
       // waits until it is interrupted
@@ -129,10 +134,15 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
   const first = <B, E2, R2>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
-    refused: (failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>) => Effect.Effect<never, ApiError>,
+    refused: (
+      failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>,
+      options: RequestOptions
+    ) => Effect.Effect<never, ApiError>,
     use: (first: FirstAdmission, waitedMs: number) => Effect.Effect<B, E2, R2>
   ): Effect.Effect<B, ApiError | E2, R2> =>
-    Effect.clockWith((clock) => {
+    // the clock read in this step: a caller waiting in line holds this one closure, not `clockWith`'s three
+    Effect.withFiberRuntime((fiber) => {
+      const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
       const arrived = clock.unsafeCurrentTimeMillis()
       return admitted(request, options, refused, (admission, restore) => {
         const first: FirstAdmission = { admission }

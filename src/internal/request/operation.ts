@@ -116,8 +116,7 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
     })
 
   /** A refusal by the limiter (larger than the whole quota) still gets the operation's span, showing why. */
-  const refusedIn = (options: RequestOptions) => (failed: Effect.Effect<never, ApiError>) =>
-    traced(failed, options, server)
+  const refused = (failed: Effect.Effect<never, ApiError>, options: RequestOptions) => traced(failed, options, server)
 
   /**
    * Runs the attempts of one request in its span. A caller waiting in the limiter's line holds its request and a
@@ -137,7 +136,7 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
     return admissions.first(
       request,
       options,
-      refusedIn(options),
+      refused,
       (first, waitedMs) => waited(traced(run(first), options, server, first, waitedMs), waitedMs)
     )
   }
@@ -158,7 +157,7 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
       return tracedStream(run(first), options, server, first, undefined)
     }
     return Stream.unwrapScoped(
-      admissions.first(request, options, refusedIn(options), (first, waitedMs) =>
+      admissions.first(request, options, refused, (first, waitedMs) =>
         // the stream runs after this returns: its scope, not the end of this, gives back an unused admission
         Effect.uninterruptible(Effect.suspend(() => {
           const kept: FirstAdmission = { admission: first.admission }
