@@ -1,6 +1,6 @@
 /**
  * A real `redis-server` from PATH for the tests: on a free loopback port, without persistence, in a directory of
- * its own that is removed when it stops. Started once for the whole run by test/globalSetup.ts; tests that stop
+ * its own that is removed as soon as the server runs (it writes nothing there). Started once for the whole run by test/globalSetup.ts; tests that stop
  * and restart a server (faults) start their own.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
@@ -34,11 +34,10 @@ export interface RedisServer {
 
 /**
  * Runs redis-server with the script's arguments; a reader in the background stops it when stdin closes (this
- * process stopped it, or ended); the shell removes the server's folder once it has exited, whatever the reason.
+ * process stopped it, or ended).
  */
 // (stdin kept as fd 3: a background list's own stdin is /dev/null in a shell without job control)
-const watchdog = "exec 3<&0; redis-server \"$@\" & pid=$!; { read _ignored <&3; kill $pid 2>/dev/null; } & " +
-  "wait $pid; rm -rf \"$AIFS_REDIS_DIR\""
+const watchdog = "exec 3<&0; redis-server \"$@\" & pid=$!; { read _ignored <&3; kill $pid 2>/dev/null; } & wait $pid"
 
 /** Starts a server on `port` (a free one by default) and resolves once it accepts connections (at most 10 s). */
 export const startRedis = async (
@@ -50,10 +49,7 @@ export const startRedis = async (
   if (options.password !== undefined) args.push("--requirepass", options.password)
   // under a shell that stops the server and removes its folder when its stdin closes: when this process ends,
   // even killed without a chance to stop it (a test runner killed by the mutation run), the server goes with it
-  const child: ChildProcess = spawn("sh", ["-c", watchdog, "sh", ...args], {
-    stdio: ["pipe", "pipe", "pipe"],
-    env: { ...process.env, AIFS_REDIS_DIR: dir }
-  })
+  const child: ChildProcess = spawn("sh", ["-c", watchdog, "sh", ...args], { stdio: ["pipe", "pipe", "pipe"] })
   let output = ""
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
@@ -70,6 +66,9 @@ export const startRedis = async (
       output += chunk.toString()
       if (output.includes("Ready to accept connections")) {
         clearTimeout(timer)
+        // the server runs in its folder and writes nothing there: removed now, nothing is left behind even when
+        // this process is killed before it can stop the server (a test runner killed by the mutation run)
+        rmSync(dir, { recursive: true, force: true })
         resolve()
       }
     })
@@ -85,7 +84,6 @@ export const startRedis = async (
       new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer)
-          rmSync(dir, { recursive: true, force: true })
           resolve()
         }
         const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
