@@ -2,7 +2,9 @@
  * A CPU profile of a piece of a benchmark (the V8 sampling profiler, in process), summed by package: where the
  * time of a loop goes, as `npm run bench -- overhead --profile` prints it.
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as RuntimeFlagsPatch from "effect/RuntimeFlagsPatch"
 import * as Supervisor from "effect/Supervisor"
@@ -106,3 +108,27 @@ export const stepsOf = (send: Effect.Effect<unknown, unknown>, count: number) =>
       () => ({ steps: counter.steps / count, fibers: counter.fibers / count })
     )
   })
+
+/** `steps` Effect steps, in pairs (a `flatMap` and what it runs), one after another. */
+const chain = (steps: number): Effect.Effect<void> =>
+  steps <= 0 ? Effect.void : Effect.flatMap(Effect.void, () => chain(steps - 2))
+
+/**
+ * What one Effect step inside a span costs, in µs, with the tracer `layer` provides and with Effect's own (the
+ * medians of `rounds` loops of 200,000 steps each, taken in turn): the cost of a tracer's `context` hook, which
+ * the fiber runtime calls around every step.
+ */
+export const stepCost = async <E>(layer: Layer.Layer<never, E>, rounds = 7) => {
+  const steps = 200_000
+  const loop = Effect.withSpan(Effect.suspend(() => chain(steps)), "steps")
+  const time = (provided: Layer.Layer<never, E>) =>
+    Effect.runPromise(Effect.provide(Effect.timed(loop), provided)).then(([d]) => Duration.toMillis(d) * 1000 / steps)
+  const native: Array<number> = []
+  const traced: Array<number> = []
+  for (let round = 0; round < rounds; round++) {
+    native.push(await time(Layer.empty as Layer.Layer<never, E>))
+    traced.push(await time(layer))
+  }
+  const median = (xs: Array<number>) => xs.sort((a, b) => a - b)[xs.length >> 1]!
+  return { native: median(native), traced: median(traced) }
+}
