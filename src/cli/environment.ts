@@ -17,24 +17,40 @@ import * as ClientConfig from "../layers/ClientConfig.js"
 import type * as Node from "../layers/Node.js"
 import { emulatorModule, nodeModule } from "./lazy.js"
 
-const viaEmulator: Layer.Layer<Node.Services, HttpServerError.ServeError> = Layer.unwrapEffect(
-  Effect.gen(function*() {
-    const [Emulator, Node] = yield* Effect.all([emulatorModule, nodeModule])
-    return Layer.unwrapEffect(
-      Effect.gen(function*() {
-        const emulator = yield* Emulator.Emulator
-        yield* Console.error(
-          `aifs: AIFS_API_KEY is not set: using the embedded emulator at ${emulator.url} (no network)`
-        )
-        return Node.layer({
-          apiKey: emulator.keyFor("standard4000") ?? "",
-          baseUrl: emulator.baseUrl,
-          tier: "standard4000"
+/**
+ * `Node.layerFromEnv` with `settings` in front of the environment: the emulator's key and addresses, and every
+ * other `AIFS_*` setting (limits, time limits, retries...) still read, and still refused when invalid.
+ */
+const fromEnvWith = (node: typeof Node, settings: ReadonlyArray<readonly [string, string]>) =>
+  node.layerFromEnv.pipe(Layer.provide(Layer.setConfigProvider(
+    ConfigProvider.fromMap(new Map(settings)).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+  )))
+
+const viaEmulator: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpServerError.ServeError> = Layer
+  .unwrapEffect(
+    Effect.gen(function*() {
+      const [Emulator, Node] = yield* Effect.all([emulatorModule, nodeModule])
+      return Layer.unwrapEffect(
+        Effect.gen(function*() {
+          const emulator = yield* Emulator.Emulator
+          // said once the settings are read: a setting refused is the only line
+          return fromEnvWith(Node, [
+            ["AIFS_API_KEY", emulator.keyFor("standard4000") ?? ""],
+            ["AIFS_TIER", "standard4000"],
+            ["AIFS_BASE_URL", emulator.baseUrl],
+            ["AIFS_V1_URL", emulator.v1Url],
+            ["AIFS_QUEUE_URL", emulator.queueUrl]
+          ]).pipe(
+            Layer.tap(() =>
+              Console.error(
+                `aifs: AIFS_API_KEY is not set: using the embedded emulator at ${emulator.url} (no network)`
+              )
+            )
+          )
         })
-      })
-    ).pipe(Layer.provide(Emulator.layer()))
-  })
-)
+      ).pipe(Layer.provide(Emulator.layer()))
+    })
+  )
 
 /** Whether a base URL points at this machine (a local emulator, say). */
 const isLocal = (url: string): boolean => {
@@ -76,12 +92,9 @@ export const client: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpSe
       yield* Console.error(
         `aifs: AIFS_API_KEY is not set: using the emulator's development key at ${baseUrl.value}`
       )
-      return Node.layerFromEnv.pipe(
-        Layer.provide(Layer.setConfigProvider(
-          ConfigProvider.fromMap(
-            new Map([["AIFS_API_KEY", (yield* emulatorModule).keyOf("standard4000")], ["AIFS_TIER", "standard4000"]])
-          ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
-        ))
-      )
+      return fromEnvWith(Node, [
+        ["AIFS_API_KEY", (yield* emulatorModule).keyOf("standard4000")],
+        ["AIFS_TIER", "standard4000"]
+      ])
     })
   )

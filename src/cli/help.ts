@@ -109,8 +109,22 @@ export const fitConsole = (
   }
   const fit = (parts: ReadonlyArray<unknown>) =>
     parts.map((part) => typeof part === "string" ? clean(part, context) : part)
-  return { ...base, log: (...parts) => base.log(...fit(parts)), error: (...parts) => base.error(...fit(parts)) }
+  return {
+    ...base,
+    log: (...parts) => base.log(...fit(parts)),
+    error: (...parts) => base.error(...fit(parts).map(usageLine))
+  }
 }
+
+/**
+ * Every line this CLI writes to stderr starts with `aifs`; any other text is `@effect/cli`'s account of a usage
+ * error (a missing argument, a file that does not exist, a value of the wrong type), printed as ours are: one line,
+ * `aifs: error: ...`.
+ */
+const usageLine = (part: unknown): unknown =>
+  typeof part !== "string" || part.startsWith("aifs") || part.trim() === ""
+    ? part
+    : `aifs: error: ${part.trim().replace(/\s*\n\s*/g, " ")}`
 
 /**
  * `Options.withDefault` that also says the default in the help.

@@ -8,11 +8,14 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { writeFileSync } from "node:fs"
+import { resolve } from "node:path"
 import type { ImagesResponse } from "../schemas/Images.js"
 import * as Images from "../services/Images.js"
 import { client } from "./environment.js"
 import { withDefault } from "./help.js"
+import { UsageError } from "./output.js"
 
 const modelOption = Options.text("model").pipe(
   Options.withAlias("m"),
@@ -49,19 +52,37 @@ const generate = Command.make(
     }).pipe(Effect.provide(client))
 ).pipe(Command.withDescription("Generate images and write them as PNG files"))
 
+/** Where an edit of `image` goes: `--out`, never the image itself (it would be lost), or beside it. */
+const editedPath = (image: string, out: Option.Option<string>): Effect.Effect<string, UsageError> =>
+  Option.match(out, {
+    onNone: () => Effect.succeed(image.replace(/(\.\w+)?$/, "-edited.png")),
+    onSome: (path) =>
+      resolve(path) === resolve(image)
+        ? Effect.fail(new UsageError(`--out is the image being edited (${path}): name another file`))
+        : Effect.succeed(path)
+  })
+
 const edit = Command.make(
   "edit",
   {
     image: Args.file({ name: "IMAGE", exists: "yes" }).pipe(Args.withDescription("The image to edit")),
     prompt: Args.text({ name: "PROMPT" }).pipe(Args.withDescription("What to change")),
     model: modelOption,
-    out: outOption
+    out: Options.text("out").pipe(
+      Options.withAlias("o"),
+      Options.withDescription(
+        "Output file (several images: -1, -2... before the extension). Default: IMAGE-edited.png."
+      ),
+      Options.optional
+    )
   },
   ({ image, model, out, prompt }) =>
-    Effect.gen(function*() {
-      const images = yield* Images.Images
-      yield* save(yield* images.edit({ model, prompt, image: Images.fromPath(image) }), out)
-    }).pipe(Effect.provide(client))
+    // refused before any client starts
+    Effect.flatMap(editedPath(image, out), (path) =>
+      Effect.gen(function*() {
+        const images = yield* Images.Images
+        yield* save(yield* images.edit({ model, prompt, image: Images.fromPath(image) }), path)
+      }).pipe(Effect.provide(client)))
 ).pipe(Command.withDescription("Edit an image (sent through the queue)"))
 
 /**

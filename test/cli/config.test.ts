@@ -56,6 +56,15 @@ describe("aifs: configuration that cannot work", { timeout: 60_000 }, () => {
       assert.match(run.stderr.split("\n")[0]!, /embedded emulator/)
     }))
 
+  it.live("no base URL and no key: the embedded emulator still takes every other setting, and refuses a bad one", () =>
+    Effect.gen(function*() {
+      usageFailure(yield* aifs(ask, { AIFS_TIMEOUT: "0" }), "AIFS_TIMEOUT", "above zero")
+      usageFailure(yield* aifs(["models"], { AIFS_LIMITS: "gpt-4.1=100" }), "AIFS_LIMITS", "gpt-4.1=100")
+      const limits = yield* aifs(["limits", "--model", "gpt-4.1"], { AIFS_LIMITS: "gpt-4.1=100/30000" })
+      assert.strictEqual(limits.code, 0, limits.stderr)
+      assert.include(limits.stdout, "100 requests (configured), 30000 tokens (configured)")
+    }))
+
   it.live("a flag below its least value is exit 2 naming the flag and the value, before any client starts", () =>
     Effect.gen(function*() {
       // a base URL that would refuse: a request would be exit 1 after retries, not exit 2 at once

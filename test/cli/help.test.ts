@@ -87,7 +87,7 @@ describe("aifs flags", { timeout: 60_000 }, () => {
     Effect.gen(function*() {
       const wrong = yield* aifs(["chat", "--max-tokens", "abc", "hi"])
       assert.strictEqual(wrong.code, 2, wrong.stderr)
-      assert.include(wrong.stderr, "--max-tokens expects an integer, not 'abc'")
+      assert.strictEqual(wrong.stderr.trim(), "aifs: error: --max-tokens expects an integer, not 'abc'")
       assert.notMatch(wrong.stderr, ansi)
       const hot = yield* aifs(["chat", "--temperature", "3", "hi"], {
         AIFS_API_KEY: "gen-x",
@@ -95,6 +95,16 @@ describe("aifs flags", { timeout: 60_000 }, () => {
       })
       assert.strictEqual(hot.code, 2, hot.stderr)
       assert.strictEqual(hot.stderr.trim(), "aifs: error: --temperature must be from 0 to 2, not 3")
+    }))
+
+  it.live("a missing argument or a file that does not exist is one line, as every usage error is", () =>
+    Effect.gen(function*() {
+      const missing = yield* aifs(["embed"])
+      assert.strictEqual(missing.code, 2, missing.stderr)
+      assert.strictEqual(missing.stderr, "aifs: error: Missing argument <TEXT>\n")
+      const absent = yield* aifs(["images", "edit", "no-such-image.png", "blue"])
+      assert.strictEqual(absent.code, 2, absent.stderr)
+      assert.strictEqual(absent.stderr, "aifs: error: Path 'no-such-image.png' must exist\n")
     }))
 
   it.live("a flag no command has is refused by its name, not taken for the prompt; the known ones still work", () =>
