@@ -11,6 +11,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Help from "./help.js"
 import * as Logger from "./logger.js"
 import { run } from "./main.js"
@@ -24,6 +25,9 @@ const verbose = process.argv.includes("--verbose")
 const argv = process.argv.filter((arg) => arg !== "--verbose")
 
 handled(Console.consoleWith((base) => Effect.withConsole(run(argv), Help.fitConsole(base, argv))), { verbose }).pipe(
+  // every failure ends as `handled`'s one line: none is "unhandled" (Effect logs each failed fiber at debug level,
+  // with its stack, which `--verbose` would show: a stream run by @effect/cli's commands ends in one)
+  Effect.withUnhandledErrorLogLevel(Option.none()),
   Effect.provide(Layer.mergeAll(NodeContext.layer, Logger.layer(verbose), CliConfig.layer({ showBuiltIns: false }))),
   NodeRuntime.runMain({
     disableErrorReporting: true,

@@ -127,4 +127,16 @@ describe("aifs: what fails, said in one line", { timeout: 60_000 }, () => {
       assert.include(verboseErrors[0], "status=200")
       assert.notInclude(verbose.stderr, "    at ")
     }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
+
+  it.live("a failed request with --verbose, streamed or not, is its error's line: no fiber's report, no stack frame", () =>
+    Effect.gen(function*() {
+      for (const stream of [[], ["--no-stream"]]) {
+        const run = yield* aifs(["chat", ...stream, "hello", "--model", "nope", "--verbose"])
+        assert.strictEqual(run.code, 1, run.stderr)
+        const lines = run.stderr.split("\n").filter((line) => line !== "")
+        assert.deepStrictEqual(lines.filter((line) => line.startsWith("aifs: error: ")).length, 1, run.stderr)
+        assert.match(lines.at(-1)!, /^aifs: error: NotFound: Model 'nope' not found \{endpoint=/)
+        assert.notMatch(run.stderr, /unhandled|:\d+:\d+\)/, run.stderr)
+      }
+    }))
 })

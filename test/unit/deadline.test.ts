@@ -13,6 +13,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
@@ -84,6 +86,27 @@ describe("deadlines", () => {
       yield* settle
       yield* at(start, 2_000)
       assert.deepStrictEqual(yield* Fiber.await(fiber), Exit.succeed("answer"))
+    }))
+
+  it.scoped("an attempt's failure is its caller's: never logged as a fiber's unhandled error, even at debug level", () =>
+    Effect.gen(function*() {
+      const { within } = yield* Deadlines.make
+      const logs: Array<string> = []
+      const logged = <A, E>(effect: Effect.Effect<A, E>) =>
+        effect.pipe(
+          Effect.provide(
+            Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))
+          ),
+          Logger.withMinimumLogLevel(LogLevel.Debug)
+        )
+      assert.deepStrictEqual(
+        yield* logged(Effect.exit(within(Effect.fail("refused"), [limit(1_000, "total")]))),
+        Exit.fail("refused")
+      )
+      assert.deepStrictEqual(logs, [])
+      // what the runtime says of a forked fiber that fails, with the same logger: the attempt's does not say it
+      yield* logged(Effect.flatMap(Effect.fork(Effect.fail("refused")), Fiber.await))
+      assert.isTrue(logs.some((line) => line.includes("unhandled error")), logs.join("; "))
     }))
 
   it.scoped("the attempt runs with the caller's services, fiber references and span, not the timer's", () =>
