@@ -410,7 +410,9 @@ export const settingsFromEnv: Config.Config<Omit<Options, "apiKey">> = Config.al
  * @category config
  */
 export const fromEnv: Config.Config<Options> = Config.zipWith(
-  Config.redacted("AIFS_API_KEY").pipe(
+  // read as text and made `Redacted` at once: `Config.redacted` hides the reason of a missing key as well
+  // ("Missing data at AIFS_API_KEY: <redacted>"), and a missing key has no secret to hide
+  Config.map(Config.string("AIFS_API_KEY"), Redacted.make).pipe(
     Config.withDescription("API key of AI Foundation Services (gen-...); required for the real service")
   ),
   settingsFromEnv,

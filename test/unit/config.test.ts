@@ -61,6 +61,9 @@ describe("ClientConfig.layerFromEnv", () => {
       assert.include(String(error.value), "AIFS_API_KEY")
       assert.include(Cause.pretty(exit.cause), "AIFS_API_KEY")
       assert.isTrue(ConfigError.isMissingData(error.value))
+      // why, in words: not hidden as if it were the key
+      assert.notInclude(String(error.value), "<redacted>")
+      assert.include(String(error.value), "Expected AIFS_API_KEY to exist")
     }))
 
   it.effect("derives the v1 and queue URLs from the origin of AIFS_BASE_URL", () =>
