@@ -27,7 +27,6 @@
  *
  * @since 0.3.0
  */
-import type * as AiError from "@effect/ai/AiError"
 import { type ApiError, isApiError } from "./schemas/Errors.js"
 
 /**
@@ -46,10 +45,11 @@ export * as AifsEmbeddingModel from "./ai/AifsEmbeddingModel.js"
 
 /**
  * The client's own error behind an `AiError` from these models (`RateLimited`, `Unauthorized`, ...), or
- * `undefined` when the error came from elsewhere (a tool's handler, a schema).
+ * `undefined` when the error came from elsewhere (a tool's handler, a tool's own failure, a schema). Takes any
+ * error, so that a program whose tools fail with errors of their own can ask it of every one.
  *
  * @since 0.3.0
  * @category errors
  */
-export const apiError = (error: AiError.AiError): ApiError | undefined =>
-  "cause" in error && isApiError(error.cause) ? error.cause : undefined
+export const apiError = (error: unknown): ApiError | undefined =>
+  typeof error === "object" && error !== null && "cause" in error && isApiError(error.cause) ? error.cause : undefined

@@ -241,6 +241,14 @@ export const AssistantMessage = Schema.Struct({
 })
 
 /**
+ * The type of `AssistantMessage`.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export type AssistantMessage = typeof AssistantMessage.Type
+
+/**
  * The result of a tool call.
  *
  * @since 0.1.0

@@ -32,6 +32,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import {
+  type AssistantMessage,
   ChatCompletion,
   type ChatCompletionChunk,
   ChatCompletionChunkFromWire,
@@ -260,3 +261,34 @@ export const foldChunks = (chunks: Iterable<ChatCompletionChunk>): ChatCompletio
  */
 export const collect = <E, R>(stream: Stream.Stream<ChatCompletionChunk, E, R>): Effect.Effect<ChatCompletion, E, R> =>
   Effect.map(Stream.runCollect(stream), foldChunks)
+
+/**
+ * The assistant's answer as the next turn of the conversation: its text (`null` when it only called tools) and its
+ * tool calls, as a request takes them back. An answer's own message (`role` a string, `tool_calls` maybe `null`,
+ * `reasoning_content`) is not a request's message as it stands.
+ *
+ * @example
+ * ```ts
+ * import { Chat, type ChatSchema, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const model = "Llama-3.3-70B-Instruct"
+ * const program = Effect.gen(function*() {
+ *   const chat = yield* Chat.Chat
+ *   const messages: Array<ChatSchema.ChatMessage> = [{ role: "user", content: "Name a prime." }]
+ *   const first = yield* chat.create({ model, messages })
+ *   messages.push(Chat.toMessage(first.choices[0]!.message), { role: "user", content: "And the next one?" })
+ *   return (yield* chat.create({ model, messages })).text
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
+ * ```
+ *
+ * @since 0.3.0
+ * @category conversation
+ */
+export const toMessage = (message: ChatCompletionMessage): AssistantMessage => ({
+  role: "assistant",
+  content: message.content ?? null,
+  ...(message.tool_calls == null || message.tool_calls.length === 0 ? {} : { tool_calls: message.tool_calls })
+})

@@ -174,5 +174,9 @@ describe("errors", () => {
     const malformed = toAiError("AifsLanguageModel", "generateText")(decode)
     assert.strictEqual(malformed._tag, "MalformedOutput")
     assert.strictEqual(apiError(malformed), decode)
+    // any other error, a tool's own failure among them: none of the client's
+    assert.isUndefined(apiError(new Error("city unknown", { cause: "not an API error" })))
+    assert.isUndefined(apiError({ _tag: "CityUnknown" }))
+    assert.isUndefined(apiError(undefined))
   })
 })

@@ -12,7 +12,7 @@ import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { maxEventSize } from "../../src/internal/sse.js"
 import * as Testing from "../../src/layers/Testing.js"
-import { ChatCompletion, ChatCompletionChunk, isFunctionCall } from "../../src/schemas/Chat.js"
+import { ChatCompletion, ChatCompletionChunk, type ChatMessage, isFunctionCall } from "../../src/schemas/Chat.js"
 import { Completion } from "../../src/schemas/Completions.js"
 import type { ApiError } from "../../src/schemas/Errors.js"
 import * as Chat from "../../src/services/Chat.js"
@@ -445,5 +445,37 @@ describe("Completions.createStream", () => {
         Stream.runDrain(completionStream).pipe(Effect.provide(Testing.layerHttp(rec.handler)))
       )
       assert.strictEqual(error._tag, "TransportError")
+    }))
+})
+
+describe("Chat.toMessage", () => {
+  it.effect("an answer goes back into the conversation as the assistant's turn, tool calls and all", () =>
+    Effect.gen(function*() {
+      const call = {
+        id: "call_1",
+        type: "function",
+        function: { name: "get_weather", arguments: "{\"city\":\"Bonn\"}" }
+      }
+      const answer = (message: Record<string, unknown>) => ({
+        status: 200,
+        body: { ...base, object: "chat.completion", choices: [{ index: 0, message, finish_reason: "stop" }] }
+      })
+      const rec = yield* sequence(
+        answer({ role: "assistant", content: null, tool_calls: [call], reasoning_content: "look it up" }),
+        answer({ content: "Rain in Bonn.", tool_calls: null })
+      )
+      yield* Effect.gen(function*() {
+        const chat = yield* Chat.Chat
+        const messages: Array<ChatMessage> = [{ role: "user", content: "Weather in Bonn?" }]
+        const first = (yield* chat.create({ model: "gpt-4.1", messages })).choices[0]!.message
+        messages.push(Chat.toMessage(first), { role: "tool", tool_call_id: "call_1", content: "rain" })
+        const second = (yield* chat.create({ model: "gpt-4.1", messages })).choices[0]!.message
+        // a text answer without tool calls (`null` from the server) carries none; no role from the server: "assistant"
+        assert.deepStrictEqual(Chat.toMessage(second), { role: "assistant", content: "Rain in Bonn." })
+      }).pipe(Effect.provide(Testing.layerHttp(rec.handler)))
+      yield* Queue.take(rec.calls)
+      const sent = (yield* Queue.take(rec.calls)).body as { messages: ReadonlyArray<unknown> }
+      // what the server gets back: the assistant's text (null) and its call, not its reasoning
+      assert.deepStrictEqual(sent.messages[1], { role: "assistant", content: null, tool_calls: [call] })
     }))
 })
