@@ -12,15 +12,10 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-
-/**
- * Said by an attempt's fiber as it starts: its failure is its caller's, not one nobody handled (Effect logs every
- * fiber that ends in a failure at `currentUnhandledErrorLogLevel`, debug by default, which `--verbose` shows).
- */
-const handled = FiberRef.set(FiberRef.unhandledErrorLogLevel, Option.none())
 
 /** The longest the timer sleeps before it looks again. */
 const lookAgainMs = 2_000
@@ -145,11 +140,17 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
         // it; forked here, nothing can interrupt the caller before it watches the attempt
         const runtime = Runtime.make({
           context: fiber.currentContext,
-          fiberRefs: fiber.getFiberRefs(),
+          // but one: its failure is its caller's, never a fiber's unhandled error (which Effect logs, with its
+          // stack, at the level this reference says, debug by default)
+          fiberRefs: FiberRefs.updateAs(fiber.getFiberRefs(), {
+            fiberId: fiber.id(),
+            fiberRef: FiberRef.unhandledErrorLogLevel,
+            value: Option.none()
+          }),
           runtimeFlags: status.runtimeFlags
         })
         // Stryker disable next-line ObjectLiteral,BooleanLiteral: started at once or by the scheduler, the attempt runs and is watched the same
-        const child = Runtime.runFork(runtime)(Effect.zipRight(handled, effect), { immediate: false })
+        const child = Runtime.runFork(runtime)(effect, { immediate: false })
         const start = clock.unsafeCurrentTimeMillis()
         let passed: Limit<E2> | undefined
         // Stryker disable next-line ArrayDeclaration: removing an entry that was never added changes nothing
