@@ -10,6 +10,7 @@
  *   doubled after each step that held, while a step that meets a 429 is measured back and waits twice as long.
  * @internal
  */
+import { tierQuotas } from "./slidingWindow.js"
 
 /** One of the two quotas of a bucket. */
 export type Dimension = "requests" | "tokens"
@@ -161,7 +162,18 @@ export const held = (learning: Learning, count: Count, generation: number): Lear
   return requests === learning.requests && tokens === learning.tokens ? learning : { ...learning, requests, tokens }
 }
 
-/** The limits a refusal can be explained by: `count` held and one more request of `tokens` did not fit. */
+/**
+ * A quarter of the fewest tokens a request that a known quota gives (standard4000's: 150,000 a minute over 600
+ * requests): a window refused with fewer tokens a request than this was not refused by its token limit on any plan
+ * the service sells, however the tokens were estimated.
+ */
+export const fewTokensPerRequest = Math.min(...Object.values(tierQuotas).map((quota) => quota.tpm / quota.rpm)) / 4
+
+/**
+ * The limits a refusal can be explained by: `count` held and one more request of `tokens` did not fit. When both
+ * can and the requests were small (`fewTokensPerRequest`), the request limit alone: a token limit learnt from small
+ * requests would hold every larger one to a fraction of the quota until raised, window after window.
+ */
 export const explains = (
   learning: Learning,
   count: Count,
@@ -170,7 +182,9 @@ export const explains = (
   const requests = learning.requests.atLeast <= count.requests
   const byTokens = learning.tokens.atLeast <= count.tokens + tokens - 1
   // the counts of different moments can contradict each other (a server's clock, jitter): then either may bind
-  return requests || byTokens ? { requests, tokens: byTokens } : { requests: true, tokens: true }
+  if (!requests && !byTokens) return { requests: true, tokens: true }
+  const small = count.tokens + tokens < fewTokensPerRequest * (count.requests + 1)
+  return { requests, tokens: byTokens && !(requests && small) }
 }
 
 /**

@@ -60,6 +60,29 @@ describe("learning a bucket's limits", () => {
     assert.isUndefined(learning.tokens.limit)
   })
 
+  it("requests far smaller than any plan's tokens a request are refused by the request limit: tokens stay open", () => {
+    // standard4000 gives 250 tokens a request (150,000 over 600); a quarter of it is the line
+    assert.strictEqual(Learning.fewTokensPerRequest, 62.5)
+    const small = measuredAt(20, 19 * 30, 30)
+    assert.strictEqual(small.requests.limit, 20)
+    assert.isUndefined(small.tokens.limit)
+    // at the line (20 requests of 62.5 tokens) both can still explain it, as for any larger requests
+    assert.deepStrictEqual(Learning.explains(Learning.initial(0), { requests: 19, tokens: 1_187 }, 63), {
+      requests: true,
+      tokens: true
+    })
+    assert.deepStrictEqual(Learning.explains(Learning.initial(0), { requests: 19, tokens: 1_187 }, 62), {
+      requests: true,
+      tokens: false
+    })
+    // a window that held more requests before rules the request limit out: then the small requests' tokens bind
+    const held = Learning.held(Learning.initial(0), { requests: 30, tokens: 300 }, 0)
+    assert.deepStrictEqual(Learning.explains(held, { requests: 20, tokens: 400 }, 10), {
+      requests: false,
+      tokens: true
+    })
+  })
+
   it("counts that contradict each other leave both limits open to the measurement", () => {
     const before = Learning.held(Learning.initial(0), { requests: 30, tokens: 50_000 }, 0)
     assert.deepStrictEqual(Learning.explains(before, { requests: 10, tokens: 1_000 }, 100), {
