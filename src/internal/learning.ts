@@ -5,7 +5,8 @@
  * - while nothing is known, a probe: a few requests in flight, more as answers succeed;
  * - at a 429, a measurement: what the window held when the server refused (the requests and tokens counted in
  *   it, less those sent after the refused one) is the limit of the dimension that can explain the refusal (the
- *   highest count a window held without a 429 rules a dimension out; when both can, both are set);
+ *   highest count a window held without a 429 rules a dimension out; when both can, both are set, but for small
+ *   requests, which no plan refuses by tokens);
  * - after calm windows at an estimate (callers waited on it and no 429 came), a careful raise: one small step,
  *   doubled after each step that held, while a step that meets a 429 is measured back and waits twice as long.
  * @internal
