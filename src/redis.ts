@@ -122,9 +122,17 @@ const redactUrl = (url: string): string => {
   }
 }
 
+/**
+ * ioredis's words for a connection that is down, in ours: an operation while it is down fails at once
+ * (`enableOfflineQueue: false`) with the name of that option.
+ */
+const connectionDown = /^Stream isn't writeable|^Connection is closed/
+
 /** What a failure of the server says, without anything secret (ioredis's messages name no password). */
-const describe = (cause: unknown): string =>
-  cause instanceof Error ? cause.message.split("\n")[0]!.slice(0, 200) : String(cause).slice(0, 200)
+const describe = (cause: unknown): string => {
+  const text = cause instanceof Error ? cause.message.split("\n")[0]! : String(cause)
+  return connectionDown.test(text) ? "the connection is down (reconnecting)" : text.slice(0, 200)
+}
 
 /**
  * The store on a connected client. The client stays the caller's (not closed here); a second connection for

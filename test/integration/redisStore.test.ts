@@ -360,6 +360,8 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
         for (const [i, failure] of failures.entries()) {
           assert.include(failure.message, `the limiter store (${server.url}) failed to ${operations[i]}: `)
           assert.notInclude(failure.message, "no answer within", "a refused connection is not a timeout")
+          // in words, not ioredis's ("Stream isn't writeable and enableOfflineQueue options is false")
+          assert.include(failure.message, "the connection is down (reconnecting)")
         }
       }))
 
