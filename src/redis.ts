@@ -474,12 +474,20 @@ const connect = (url: string, options: Options) =>
         return Effect.logWarning(`aifs: ${message}; counting in this process's memory until it answers`)
       })
     )
+    // a database the URL names that the server refuses: ioredis says so only in an error event, connects, and
+    // counts in database 0, where other processes on the right URL would not see it
+    if (lastError !== undefined && /DB index/i.test(describe(lastError))) {
+      return yield* new LimiterUnavailable({
+        message: `the limiter store (${name}) cannot use the database its URL names: ${describe(lastError)}`
+      })
+    }
     return yield* make(client, { ...options, name })
   })
 
 /**
  * The store on the Redis server at `url` (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS), on a
- * connection of its own closed with the layer. Fails with `LimiterUnavailable` when the URL is malformed or its
+ * connection of its own closed with the layer. Fails with `LimiterUnavailable` when the URL is malformed, names a
+ * database the server refuses, or its
  * credentials are refused (the password never shown), or, with `onUnavailable: "fail"`, when the server does
  * not answer.
  *

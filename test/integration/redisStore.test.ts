@@ -236,6 +236,11 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
       assert.notInclude(malformed.message, "s3cret-pass")
       const scheme = await build("http://127.0.0.1:6379")
       assert.include(scheme.message, "redis://")
+      // a database the server does not have: refused, not counted in database 0 instead
+      const database = await build(`redis://:s3cret-pass@127.0.0.1:${secured.port}/99`)
+      assert.strictEqual(database._tag, "LimiterUnavailable")
+      assert.match(database.message, /cannot use the database its URL names: ERR DB index is out of range$/)
+      assert.notInclude(database.message, "s3cret-pass")
       // the right password connects
       const store = await Effect.runPromise(
         Effect.flatMap(LimiterStore.LimiterStore, (store) => store.usage("b", 1_000)).pipe(
@@ -243,6 +248,13 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
         )
       )
       assert.deepStrictEqual(store, { requests: 0, tokens: 0, nextExpiryMs: 0 })
+      // and so does a database the server has
+      const inThree = await Effect.runPromise(
+        Effect.flatMap(LimiterStore.LimiterStore, (store) => store.usage("b", 1_000)).pipe(
+          Effect.provide(RedisLimiterStore.layer(`${secured.url}/3`, { onUnavailable: "fail" }))
+        )
+      )
+      assert.deepStrictEqual(inThree, { requests: 0, tokens: 0, nextExpiryMs: 0 })
     } finally {
       await secured.stop()
     }
