@@ -476,9 +476,10 @@ const connect = (url: string, options: Options) =>
     )
     // a database the URL names that the server refuses: ioredis says so only in an error event, connects, and
     // counts in database 0, where other processes on the right URL would not see it
-    if (lastError !== undefined && /DB index/i.test(describe(lastError))) {
+    const refused = lastError === undefined ? undefined : describe(lastError)
+    if (refused !== undefined && /DB index/i.test(refused)) {
       return yield* new LimiterUnavailable({
-        message: `the limiter store (${name}) cannot use the database its URL names: ${describe(lastError)}`
+        message: `the limiter store (${name}) cannot use the database its URL names: ${refused}`
       })
     }
     return yield* make(client, { ...options, name })
@@ -487,9 +488,8 @@ const connect = (url: string, options: Options) =>
 /**
  * The store on the Redis server at `url` (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS), on a
  * connection of its own closed with the layer. Fails with `LimiterUnavailable` when the URL is malformed, names a
- * database the server refuses, or its
- * credentials are refused (the password never shown), or, with `onUnavailable: "fail"`, when the server does
- * not answer.
+ * database the server refuses, or its credentials are refused (the password never shown), or, with
+ * `onUnavailable: "fail"`, when the server does not answer.
  *
  * @example
  * ```ts
