@@ -10,6 +10,8 @@ import * as Either from "effect/Either"
 import * as Metric from "effect/Metric"
 import OpenAI from "openai"
 import * as Emulator from "../src/emulator/Emulator.js"
+import { meterOf } from "../src/emulator/limits.js"
+import { type Amounts, type Dimension, dimensions, unlimited } from "../src/internal/budgets.js"
 import * as ClientMetrics from "../src/layers/ClientMetrics.js"
 import * as Node from "../src/layers/Node.js"
 import * as Chat from "../src/services/Chat.js"
@@ -17,8 +19,12 @@ import { fixed, limitConcurrency, type Report, type Target, thousands } from "./
 
 /** The window of the emulator and of our limiter: the issue's example, 6 s (`BENCH_GOODPUT_WINDOW_MS` to change). */
 const windowMs = Number(process.env.BENCH_GOODPUT_WINDOW_MS ?? 6000)
-/** The basic tier of the emulator (its preset). */
-const quota = { rpm: 20, tpm: 18_750 }
+/**
+ * The basic key's limits per model, as the emulator meters them: Llama by its row of the basic plan's table (20
+ * requests, 13,800 input and 5,000 output tokens, no combined budget), gpt-4o (not in basic's table) by the seed
+ * quota (20 requests, 18,750 tokens combined). A budget not metered is `unlimited`.
+ */
+const limitsOf = (model: string): Amounts => meterOf("basic", undefined, model).limits
 const requestCount = Number(process.env.BENCH_GOODPUT_REQUESTS ?? 200)
 /** Our limiter's safety margin: loopback latency is a few ms, the margin covers the send-to-count delay. */
 const marginMs = 50
@@ -74,18 +80,42 @@ interface Run {
   readonly ok: number
   readonly failures: number
   readonly rateLimited: number
-  readonly tokens: number
+  /** Prompt and completion tokens the emulator charged (successful requests). */
+  readonly input: number
+  readonly output: number
   readonly elapsedMs: number
 }
 
 /**
  * The least time the quota allows between the first and the last send: with `k` = the windows the work
- * needs (`max(ceil(requests / rpm), ceil(tokens / tpm))`), the last request cannot go before `(k - 1)`
- * windows have passed (any `k - 1` back-to-back windows hold at most `(k - 1) * rpm` requests and
- * `(k - 1) * tpm` tokens), and the first `rpm` requests go at once. So `ideal = (k - 1) * window`.
+ * needs (the most, over every metered budget, of `ceil(work / limit)`: requests, input, output, combined tokens),
+ * the last request cannot go before `(k - 1)` windows have passed (any `k - 1` back-to-back windows hold at most
+ * `(k - 1) * limit` of each budget), and the first requests go at once. So `ideal = (k - 1) * window`.
  */
-const idealMs = (requests: number, tokens: number): number =>
-  (Math.max(Math.ceil(requests / quota.rpm), Math.ceil(tokens / quota.tpm)) - 1) * windowMs
+const idealMs = (r: Run): number => {
+  const limits = limitsOf(r.model)
+  const work: Amounts = { requests: r.ok, input: r.input, output: r.output, tokens: r.input + r.output }
+  const windows = Math.max(...dimensions.map((d) => limits[d] === unlimited ? 1 : Math.ceil(work[d] / limits[d])))
+  return (windows - 1) * windowMs
+}
+
+/** A run's tokens, input and output together. */
+const tokensOf = (r: Run): number => r.input + r.output
+
+/** A budget's limit as the report says it. */
+const limitText = (limits: Amounts, d: Dimension, noun: string): Array<string> =>
+  limits[d] === unlimited ? [] : [`${thousands(limits[d])} ${noun}`]
+
+/** A model's limits per window, as the report says them. */
+const describeLimits = (model: string): string => {
+  const limits = limitsOf(model)
+  return [
+    ...limitText(limits, "requests", "requests"),
+    ...limitText(limits, "input", "input tokens"),
+    ...limitText(limits, "output", "output tokens"),
+    ...limitText(limits, "tokens", "tokens combined")
+  ].join(", ")
+}
 
 const withEmulator = <A, E, R>(f: (emulator: Emulator.Emulator.Service) => Effect.Effect<A, E, R>) =>
   Effect.scoped(Effect.flatMap(Emulator.Emulator, f)).pipe(
@@ -112,7 +142,8 @@ const runOurs = (model: string, count = requestCount) =>
         ok: ok.length,
         failures: results.length - ok.length,
         rateLimited: Number(after - before),
-        tokens: ok.reduce((n, r) => n + (r.right.usage?.total_tokens ?? 0), 0),
+        input: ok.reduce((n, r) => n + (r.right.usage?.prompt_tokens ?? 0), 0),
+        output: ok.reduce((n, r) => n + (r.right.usage?.completion_tokens ?? 0), 0),
         elapsedMs
       } satisfies Run
     }).pipe(
@@ -140,12 +171,16 @@ const runOpenAI = (model: string, mode: "batches" | "pool", count = requestCount
       })
       const one = (params: Params) =>
         client.chat.completions.create(params).then(
-          (completion) => ({ ok: true as const, tokens: completion.usage?.total_tokens ?? 0 }),
-          () => ({ ok: false as const, tokens: 0 })
+          (completion) => ({
+            ok: true as const,
+            input: completion.usage?.prompt_tokens ?? 0,
+            output: completion.usage?.completion_tokens ?? 0
+          }),
+          () => ({ ok: false as const, input: 0, output: 0 })
         )
       const requests = workload(model, count)
       const started = performance.now()
-      const results: Array<{ ok: boolean; tokens: number }> = []
+      const results: Array<{ ok: boolean; input: number; output: number }> = []
       if (mode === "batches") {
         // "concurrency 8" as often written by hand: eight at a time, the next eight when all are done
         for (let i = 0; i < requests.length; i += concurrency) {
@@ -163,7 +198,8 @@ const runOpenAI = (model: string, mode: "batches" | "pool", count = requestCount
         ok: ok.length,
         failures: results.length - ok.length,
         rateLimited,
-        tokens: ok.reduce((n, r) => n + r.tokens, 0),
+        input: ok.reduce((n, r) => n + r.input, 0),
+        output: ok.reduce((n, r) => n + r.output, 0),
         elapsedMs
       }
     })
@@ -183,14 +219,14 @@ export const run = async (): Promise<Report> => {
     }
   }
   const rows = runs.map((r) => {
-    const ideal = idealMs(r.ok, r.tokens)
+    const ideal = idealMs(r)
     return [
       r.model,
       r.client,
       String(r.ok),
       String(r.failures),
       String(r.rateLimited),
-      thousands(r.tokens),
+      thousands(tokensOf(r)),
       fixed(r.elapsedMs / 1000, 1),
       fixed(ideal / 1000, 1),
       fixed(ideal / r.elapsedMs, 3)
@@ -199,7 +235,7 @@ export const run = async (): Promise<Report> => {
   const ours = (model: string) => runs.find((r) => r.model === model && r.client.startsWith("effect-aifs"))!
   const headerless = ours(models[0])
   const header = ours(models[1])
-  const ratio = (r: Run) => idealMs(r.ok, r.tokens) / r.elapsedMs
+  const ratio = (r: Run) => idealMs(r) / r.elapsedMs
   const targets: Array<Target> = [
     {
       target: `${models[0]} (no headers): ≥ 0.95 of ideal, zero 429s`,
@@ -218,16 +254,18 @@ export const run = async (): Promise<Report> => {
     headers: ["model", "client", "ok", "failed", "429s", "tokens charged", "elapsed s", "ideal s", "ideal/elapsed"],
     rows,
     targets,
-    how: `A fresh emulator per run (basic tier: ${quota.rpm} requests and ${thousands(quota.tpm)} tokens per ` +
-      `${windowMs / 1000} s window, as in the issue's example), ${requestCount} chat requests of mixed sizes ` +
+    how: `A fresh emulator per run (a basic key, per ${windowMs / 1000} s window: ${models[0]} ` +
+      `${describeLimits(models[0])} by the plan's table, ${models[1]} ${describeLimits(models[1])} by the seed ` +
+      `quota, as in the issue's example), ${requestCount} chat requests of mixed sizes ` +
       `(deterministic prompts of 20 to 884 words, \`max_tokens\` 32 to 512). effect-aifs: \`Node.layer\` with ` +
       `\`rateLimiter: { window, margin: ${marginMs} ms, reconcile: "actual" }\`, all requests forked at once; 429s ` +
       `from \`ClientMetrics.rateLimited\`. openai: default retries (2), either in batches of ${concurrency} ` +
       `(\`Promise.all\` per batch) or through a ${concurrency}-slot concurrency limiter written in ` +
       `bench/common.ts as a stand-in for \`p-limit\` (not a dependency); 429s counted by a \`fetch\` wrapper. ` +
-      `Before the timed runs, 10 requests per client kind warm the process up on a throwaway emulator. Ideal time: with k = max(ceil(requests / rpm), ceil(tokens / tpm)) windows of work, the last request ` +
-      `cannot be sent before (k − 1) windows have passed, so ideal = (k − 1) × window, a lower bound; ` +
-      `requests and tokens are those the emulator charged (successful requests, \`usage.total_tokens\`).`,
+      `Before the timed runs, 10 requests per client kind warm the process up on a throwaway emulator. Ideal time: with k = the most, over the model's metered budgets, of ceil(work / limit) windows of ` +
+      `work (requests, input, output, combined tokens), the last request cannot be sent before (k − 1) windows ` +
+      `have passed, so ideal = (k − 1) × window, a lower bound; requests and tokens are those the emulator ` +
+      `charged (successful requests, \`usage.prompt_tokens\` and \`usage.completion_tokens\`).`,
     notes: [
       "openai failures are requests that still met a 429 after its 2 retries; their tokens are not charged, " +
       "so their ideal is computed on less work."

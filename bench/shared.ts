@@ -108,9 +108,9 @@ const admissionLatency = (redisUrl: string, samples: number) =>
     const times: Array<number> = []
     for (let i = 0; i < samples + 500; i++) {
       const started = performance.now()
-      const permit = yield* limiter.acquire({ key: "bench", model: "m", tokens: 100 })
+      const permit = yield* limiter.acquire({ key: "bench", model: "m", input: 100 })
       if (i >= 500) times.push(performance.now() - started)
-      yield* permit.answered
+      yield* permit.settle("unanswered")
     }
     return { p50: percentile(times, 50), p99: percentile(times, 99) }
   }).pipe(

@@ -217,7 +217,9 @@ describe("examples", () => {
       const peak = Math.max(...seen.map((b) => b.waiting))
       assert.isAbove(peak, 0)
       assert.isAtMost(peak, 5)
-      assert.isTrue(seen.some((b) => b.usedRequests === 20 && b.limitRequests === 20))
+      // the request budget binds: 20 a window on basic's Llama row
+      assert.isTrue(seen.some((b) => b.budgets.requests.used === 20 && b.budgets.requests.limit === 20))
+      assert.isTrue(seen.some((b) => b.binding === "requests"))
       assert.strictEqual(seen[seen.length - 1]?.waiting, 0)
       assert.strictEqual(final?.waiting, 0)
       assert.match(output, /waiting: +[1-5] +window: 20\/20 requests/)

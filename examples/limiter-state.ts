@@ -1,7 +1,7 @@
 /**
- * The rate limiter's state as a stream: a burst of 25 requests on a basic-tier key (20 requests per window)
- * while `limiter.changes` prints how many callers wait and how full the window is. The last five wait on the
- * client until the window frees up, instead of meeting 429s.
+ * The rate limiter's state as a stream: a burst of 25 requests on a basic-tier key (20 requests, 13,800 input and
+ * 5,000 output tokens per window for this model) while `limiter.changes` prints how many callers wait and how full
+ * each budget of the window is. The last five wait on the client until the window frees up, instead of meeting 429s.
  *
  *   npx tsx examples/limiter-state.ts         (the emulator, with a 5-second window; with AIFS_API_KEY set,
  *                                              the real service and its 1-minute window, tier from AIFS_TIER)
@@ -19,6 +19,9 @@ import { inference, isMain, run } from "./run.js"
 
 const model = "Llama-3.3-70B-Instruct"
 const burst = 25
+
+/** A budget's use of its limit in the window: `12/20` (`-` while no limit is known). */
+const used = (budget: RateLimiter.BudgetState) => `${budget.used}/${budget.limit ?? "-"}`
 
 export const program = Effect.gen(function*() {
   const chat = yield* Chat.Chat
@@ -39,10 +42,11 @@ export const program = Effect.gen(function*() {
       Effect.gen(function*() {
         seen.push(bucket)
         const at = ((yield* Clock.currentTimeMillis) - start) / 1000
+        const { input, output, requests } = bucket.budgets
         yield* Console.log(
           `${at.toFixed(1).padStart(5)} s  waiting: ${String(bucket.waiting).padStart(2)}  window: ` +
-            `${bucket.usedRequests}/${bucket.limitRequests} requests, ${bucket.usedTokens}/${bucket.limitTokens} ` +
-            `tokens, next slot in ${(bucket.nextResetMs / 1000).toFixed(1)} s`
+            `${used(requests)} requests, ${used(input)} input and ${used(output)} output tokens, ` +
+            `next slot in ${(bucket.nextResetMs / 1000).toFixed(1)} s`
         )
       })
     ),

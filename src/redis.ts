@@ -5,7 +5,9 @@
  *
  * When the server cannot be reached or answers too late, the store counts in the process's own memory (one
  * warning, the metric `aifs_limiter_store_fallbacks_total`) and goes back to Redis when it answers again; with
- * `onUnavailable: "fail"` a request fails with `LimiterUnavailable` instead. Either way no request is lost.
+ * `onUnavailable: "fail"` a request fails with `LimiterUnavailable` instead. Either way no request is lost. While
+ * the connection is down, no operation waits for the time limit, and a waiter asleep on a wait the server gave looks
+ * again at once: every process goes on under its own limiter.
  *
  * Needs the optional peer `ioredis` (5.x).
  *
@@ -30,14 +32,17 @@
  */
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type * as IORedis from "ioredis"
 import { createHash } from "node:crypto"
+import * as Link from "./internal/redisLink.js"
 import * as Scripts from "./internal/redisScripts.js"
 import * as ClientMetrics from "./layers/ClientMetrics.js"
 import * as LimiterStore from "./layers/LimiterStore.js"
@@ -52,7 +57,10 @@ import { LimiterUnavailable } from "./schemas/Errors.js"
 export interface Options {
   /** Prefix of every key and channel (default `aifs`): one per application sharing a server. */
   readonly prefix?: string | undefined
-  /** How long an operation may take before the server counts as unavailable (default 250 ms). */
+  /**
+   * How long an operation may take before the server counts as unavailable (default 250 ms): the server's time, not
+   * this process's (an answer that came while the process was busy, starting or decoding, is read before it is late).
+   */
   readonly timeout?: Duration.DurationInput | undefined
   /**
    * When the server is unavailable: `"memory"` (the default) counts in this process's memory until it answers
@@ -68,7 +76,7 @@ export interface Options {
   readonly clock?: "server" | "effect" | undefined
 }
 
-/** A script, run by its digest (loaded once per server). */
+/** A script, run by its digest (loaded when the store starts and on every reconnection). */
 interface Script {
   readonly lua: string
   readonly sha: string
@@ -86,17 +94,50 @@ const scripts = {
   leave: script(Scripts.leave)
 }
 
-type Client = IORedis.Redis | IORedis.Cluster
-
-const isCluster = (client: Client): client is IORedis.Cluster => client.isCluster
-
-const commandTimeoutOf = (client: Client): number | undefined =>
-  isCluster(client) ? client.options.redisOptions?.commandTimeout : client.options.commandTimeout
+const allScripts = Object.values(scripts).map((s) => s.lua)
 
 const defaultTimeout = Duration.millis(250)
 
+/**
+ * How long the store waits at start for its first connection, its scripts and its subscription: the first round trips
+ * of a connection, and the first operations of a process that starts, are slower than any later one, and are not the
+ * operations' time limit's to judge.
+ */
+const startMs = 2_000
+
+/**
+ * Where a bucket's keys live: one hash tag per bucket (one Cluster slot). `v2`: the keys of the version before four
+ * budgets (entries `requests:tokens`) are never read, by this version or theirs by it; they expire on their own.
+ */
+const tagOf = (prefix: string, bucket: string) => `{${prefix}:v2:${bucket}}`
+
 /** Counts go to Redis as whole numbers (HINCRBY takes no fractions), rounded up: never less than was asked for. */
 const whole = (n: number): number => Math.max(0, Math.ceil(n))
+
+/** Budgets as the scripts take them: requests, input, output, combined. */
+const budgetsOf = (b: LimiterStore.Budgets) => [whole(b.requests), whole(b.input), whole(b.output), whole(b.tokens)]
+
+/** The usage at `from` in a script's answer: requests, input, output, combined, then the time to the next expiry. */
+const usageFrom = (reply: ReadonlyArray<string | number>, from: number): LimiterStore.Usage => ({
+  requests: Number(reply[from]),
+  input: Number(reply[from + 1]),
+  output: Number(reply[from + 2]),
+  tokens: Number(reply[from + 3]),
+  nextExpiryMs: Number(reply[from + 4])
+})
+
+const reservationFrom = (reply: ReadonlyArray<string | number>): LimiterStore.Reservation => {
+  if (reply[0] === "TooLarge") return { _tag: "TooLarge" }
+  if (reply[0] === "Wait") return { _tag: "Wait", waitMs: Number(reply[1]), usage: usageFrom(reply, 2) }
+  const queuedMs = Number(reply[2])
+  return {
+    _tag: "Admitted",
+    id: Number(reply[1]),
+    usage: usageFrom(reply, 3),
+    // Stryker disable next-line EqualityOperator: a kept place never asks a wait of 0: the waiter ahead is alive, so its time and grace are still to come
+    ...(queuedMs >= 0 ? { queuedMs } : {})
+  }
+}
 
 // The optional peer, loaded only when a store connects by URL: an app that uses no Redis store never loads it,
 // and its name in a variable keeps bundlers from insisting on finding it.
@@ -123,269 +164,237 @@ const redactUrl = (url: string): string => {
 }
 
 /**
- * ioredis's words for a connection that is down, in ours: an operation while it is down fails at once
- * (`enableOfflineQueue: false`) with the name of that option.
+ * ioredis's words for a connection that is down, in ours: an operation while it is down fails at once (its client
+ * is not ready, or `enableOfflineQueue: false` names that option).
  */
 const connectionDown = /^Stream isn't writeable|^Connection is closed/
+const downInWords = "the connection is down (reconnecting)"
 
 /** What a failure of the server says, without anything secret (ioredis's messages name no password). */
 const describe = (cause: unknown): string => {
   const text = cause instanceof Error ? cause.message.split("\n")[0]! : String(cause)
-  return connectionDown.test(text) ? "the connection is down (reconnecting)" : text.slice(0, 200)
+  return connectionDown.test(text) ? downInWords : text.slice(0, 200)
 }
 
 /**
- * The store on a connected client. The client stays the caller's (not closed here); a second connection for
- * the wake-ups (`duplicate`) lives as long as the scope.
+ * The store on a client, connected or connecting. The client stays the caller's (not closed here); a second
+ * connection for the wake-ups (`duplicate`) lives as long as the scope. The store waits for the client's first connection (at most
+ * two seconds, less when it fails) and loads its scripts before its first operation.
  *
  * @since 0.2.0
  * @category constructors
  */
 export const make = (
-  client: Client,
+  client: Link.Client,
   options: Options & { readonly name?: string | undefined } = {}
 ): Effect.Effect<LimiterStore.LimiterStore.Service, never, Scope.Scope> =>
   Effect.gen(function*() {
     const prefix = options.prefix ?? "aifs"
-    const timeout = Duration.decode(options.timeout ?? defaultTimeout)
-    const retryAfterMs = Duration.toMillis(Duration.decode(options.retryAfter ?? Duration.seconds(1)))
-    const failMode = options.onUnavailable === "fail"
     const name = options.name ?? "redis"
-    const memory = LimiterStore.makeMemory()
-    const subscriber = yield* subscriberOf(client, `{${prefix}:*}:released`, timeout)
-
-    const keysOf = (bucket: string) => {
-      const tag = `{${prefix}:${bucket}}`
-      return {
-        keys: [`${tag}:log`, `${tag}:val`, `${tag}:line`, `${tag}:due`, `${tag}:seq`, `${tag}:sum`],
-        channel: `${tag}:released`
-      }
+    yield* Link.firstConnection(client, startMs)
+    // a server restarted has lost them: loaded again on every reconnection (meanwhile NOSCRIPT sends the script)
+    yield* Link.listen(client, ["ready"], () => void Link.loadScripts(client, allScripts).catch(() => undefined))
+    if (Link.isUp(client)) {
+      yield* Effect.promise(() => Link.loadScripts(client, allScripts).catch(() => undefined)).pipe(
+        Effect.timeout(Duration.millis(startMs)),
+        Effect.ignore
+      )
     }
-
-    // a client with a command timeout of its own (ours has the store's) times each operation without a fiber
-    // and a timer of Effect's per operation, a third of an admission's cost on loopback
-    const timedByClient = commandTimeoutOf(client) !== undefined
-    const timedOut = `no answer within ${Duration.format(timeout)}`
-    const unavailable = (operation: string, cause: unknown) =>
-      new LimiterUnavailable({
-        message: `the limiter store (${name}) failed to ${operation}: ${
-          cause instanceof Error && cause.message === "Command timed out" ? timedOut : describe(cause)
-        }`
-      })
-
-    const evaluate = (s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string | number>) =>
-      Effect.tryPromise({
-        try: async () => {
-          try {
-            return await client.evalsha(s.sha, keys.length, ...keys, ...args) as Array<string | number>
-          } catch (error) {
-            if (error instanceof Error && error.message.startsWith("NOSCRIPT")) {
-              return await client.eval(s.lua, keys.length, ...keys, ...args) as Array<string | number>
-            }
-            throw error
-          }
-        },
-        catch: (cause) => cause
-      })
-
-    /** Runs a script on the bucket, with the common arguments before `args`. */
-    const run = (
-      operation: string,
-      s: Script,
-      bucket: string,
-      windowMs: number,
-      args: ReadonlyArray<string | number>
-    ) =>
-      Effect.clockWith((clock) => {
-        const { channel, keys } = keysOf(bucket)
-        const now = options.clock === "effect" ? String(clock.unsafeCurrentTimeMillis()) : ""
-        const answer = evaluate(s, keys, [now, windowMs, LimiterStore.waiterGraceMs, channel, ...args])
-        return (timedByClient ? answer : Effect.timeoutFail(answer, { duration: timeout, onTimeout: () => timedOut }))
-          .pipe(Effect.mapError((cause) => unavailable(operation, cause)))
-      })
-
-    /** A single command, timed like a script. */
-    const command = <A>(operation: string, f: () => Promise<A>) => {
-      const answer = Effect.tryPromise({ try: f, catch: (cause) => cause })
-      return (timedByClient ? answer : Effect.timeoutFail(answer, { duration: timeout, onTimeout: () => timedOut }))
-        .pipe(Effect.mapError((cause) => unavailable(operation, cause)))
-    }
-    const learntKey = (bucket: string) => `{${prefix}:${bucket}}:learnt`
-
-    const usageFrom = (reply: ReadonlyArray<string | number>, from: number): LimiterStore.Usage => ({
-      requests: Number(reply[from]),
-      tokens: Number(reply[from + 1]),
-      nextExpiryMs: Number(reply[from + 2])
-    })
-
-    const redis: LimiterStore.LimiterStore.Service = {
-      reserve: (bucket, tokens, limits, waiter, more) => {
-        if (waiter !== undefined) subscriber.expect(waiter)
-        return Effect.map(
-          run("reserve", scripts.reserve, bucket, limits.windowMs, [
-            whole(tokens),
-            limits.requests,
-            limits.tokens,
-            waiter ?? "",
-            more === true ? 1 : 0
-          ]),
-          (reply): LimiterStore.Reservation => {
-            if (reply[0] === "TooLarge") return { _tag: "TooLarge" }
-            if (reply[0] === "Wait") return { _tag: "Wait", waitMs: Number(reply[1]), usage: usageFrom(reply, 2) }
-            const queuedMs = Number(reply[2])
-            return {
-              _tag: "Admitted",
-              id: Number(reply[1]),
-              usage: usageFrom(reply, 3),
-              // Stryker disable next-line EqualityOperator: a kept place never asks a wait of 0: the waiter ahead is alive, so its time and grace are still to come
-              ...(queuedMs >= 0 ? { queuedMs } : {})
-            }
-          }
-        )
-      },
-      adjust: (bucket, id, tokens, windowMs) =>
-        Effect.map(
-          run("adjust", scripts.adjust, bucket, windowMs, [id, whole(tokens)]),
-          (reply) => usageFrom(reply, 0)
-        ),
-      remove: (bucket, id, windowMs) =>
-        Effect.map(run("remove", scripts.remove, bucket, windowMs, [id]), (reply) => usageFrom(reply, 0)),
-      restamp: (bucket, id, windowMs) =>
-        Effect.map(run("restamp", scripts.restamp, bucket, windowMs, [id]), (reply) => usageFrom(reply, 0)),
-      topUp: (bucket, count, windowMs) =>
-        Effect.map(
-          run("count the server's usage", scripts.topUp, bucket, windowMs, [
-            whole(count.requests),
-            count.requestsAgeMs,
-            whole(count.tokens),
-            count.tokensAgeMs
-          ]),
-          (reply) => usageFrom(reply, 0)
-        ),
-      usage: (bucket, windowMs) =>
-        Effect.map(run("read the usage", scripts.usage, bucket, windowMs, []), (reply) => usageFrom(reply, 0)),
-      leave: (bucket, waiter) => Effect.asVoid(run("leave the line", scripts.leave, bucket, 0, [waiter])),
-      released: (bucket, waiter) => subscriber.next(keysOf(bucket).channel, waiter),
-      learnt: (bucket) =>
-        Effect.map(
-          command("read the learnt limits", () => client.get(learntKey(bucket))),
-          (text) => text === null ? undefined : LimiterStore.decodeLearnt(text)
-        ),
-      keepLearnt: (bucket, limits) =>
-        Effect.asVoid(command("keep the learnt limits", () =>
-          client.set(learntKey(bucket), JSON.stringify(limits), "EX", LimiterStore.learntLifetimeSeconds)))
-    }
-    if (failMode) {
-      return redis
-    }
-    return withFallback(redis, memory, name, retryAfterMs)
+    const subscriber = yield* Link.subscriberOf(client, `${tagOf(prefix, "*")}:released`, startMs)
+    const redis = onRedis(client, subscriber, { ...options, prefix, name })
+    if (options.onUnavailable === "fail") return redis
+    const fallback = withFallback(redis, LimiterStore.makeMemory(), name, options.retryAfter)
+    yield* Link.listen(client, ["close"], fallback.lost)
+    return fallback.store
   })
+
+type Subscriber = Effect.Effect.Success<ReturnType<typeof Link.subscriberOf>>
+
+/** A bucket's keys (see internal/redisScripts.ts) and the channel of its wake-ups. */
+const keysOf = (prefix: string, bucket: string) => {
+  const tag = tagOf(prefix, bucket)
+  return {
+    keys: [`${tag}:log`, `${tag}:val`, `${tag}:line`, `${tag}:due`, `${tag}:seq`, `${tag}:sum`],
+    channel: `${tag}:released`
+  }
+}
+
+/** A script run by its digest; sent whole to a server that does not have it (restarted, flushed). */
+const evaluate = async (
+  client: Link.Client,
+  s: Script,
+  keys: ReadonlyArray<string>,
+  args: ReadonlyArray<string | number>
+) => {
+  try {
+    return await client.evalsha(s.sha, keys.length, ...keys, ...args) as Array<string | number>
+  } catch (error) {
+    if (error instanceof Error && error.message.startsWith("NOSCRIPT")) {
+      return await client.eval(s.lua, keys.length, ...keys, ...args) as Array<string | number>
+    }
+    throw error
+  }
+}
+
+/** The operations on the server: each one script (or one command), failing at once while the connection is down. */
+const onRedis = (
+  client: Link.Client,
+  subscriber: Subscriber,
+  options: Options & { readonly prefix: string; readonly name: string }
+): LimiterStore.LimiterStore.Service => {
+  const timeoutMs = Duration.toMillis(Duration.decode(options.timeout ?? defaultTimeout))
+  const learntKey = (bucket: string) => `${tagOf(options.prefix, bucket)}:learnt`
+  const unavailable = (operation: string, cause: unknown) =>
+    new LimiterUnavailable({
+      message: `the limiter store (${options.name}) failed to ${operation}: ${
+        // a client of the caller's may time out on its own (its `commandTimeout`)
+        cause instanceof Error && cause.message === "Command timed out"
+          ? new Link.TimedOut(timeoutMs).message
+          : describe(cause)}`
+    })
+  /** One round trip, timed; while the connection is down, nothing is sent (and nothing waits for a time limit). */
+  const send = <A>(operation: string, f: () => Promise<A>) =>
+    Link.isUp(client)
+      ? Effect.tryPromise({ try: () => Link.within(f(), timeoutMs), catch: (cause) => unavailable(operation, cause) })
+      : Effect.fail(unavailable(operation, new Error(downInWords)))
+  /** Runs a script on the bucket, with the common arguments before `args`. */
+  const run = (operation: string, s: Script, bucket: string, windowMs: number, args: ReadonlyArray<string | number>) =>
+    Effect.clockWith((clock) => {
+      const { channel, keys } = keysOf(options.prefix, bucket)
+      const now = options.clock === "effect" ? String(clock.unsafeCurrentTimeMillis()) : ""
+      const common = [now, windowMs, LimiterStore.waiterGraceMs, channel]
+      return send(operation, () => evaluate(client, s, keys, [...common, ...args]))
+    })
+  const usageAfter = (
+    operation: string,
+    s: Script,
+    bucket: string,
+    windowMs: number,
+    args: ReadonlyArray<string | number>
+  ) => Effect.map(run(operation, s, bucket, windowMs, args), (reply) => usageFrom(reply, 0))
+
+  return {
+    reserve: (bucket, request, limits, waiter, more) => {
+      if (waiter !== undefined) subscriber.expect(waiter)
+      const limitsOf = [limits.requests, limits.input, limits.output, limits.tokens]
+      const args = [...budgetsOf(request), ...limitsOf, waiter ?? "", more === true ? 1 : 0]
+      return Effect.map(run("reserve", scripts.reserve, bucket, limits.windowMs, args), reservationFrom)
+    },
+    adjust: (bucket, id, tokens, windowMs) =>
+      usageAfter("adjust", scripts.adjust, bucket, windowMs, [id, ...budgetsOf(tokens).slice(1)]),
+    remove: (bucket, id, windowMs) => usageAfter("remove", scripts.remove, bucket, windowMs, [id]),
+    restamp: (bucket, id, windowMs) => usageAfter("restamp", scripts.restamp, bucket, windowMs, [id]),
+    topUp: (bucket, count, windowMs) =>
+      usageAfter("count the server's usage", scripts.topUp, bucket, windowMs, [
+        whole(count.requests),
+        count.requestsAgeMs,
+        whole(count.tokens),
+        count.tokensAgeMs
+      ]),
+    usage: (bucket, windowMs) => usageAfter("read the usage", scripts.usage, bucket, windowMs, []),
+    leave: (bucket, waiter) => Effect.asVoid(run("leave the line", scripts.leave, bucket, 0, [waiter])),
+    released: (bucket, waiter) => subscriber.next(keysOf(options.prefix, bucket).channel, waiter),
+    learnt: (bucket) =>
+      Effect.map(
+        send("read the learnt limits", () => client.get(learntKey(bucket))),
+        (text) => text === null ? undefined : LimiterStore.decodeLearnt(text)
+      ),
+    keepLearnt: (bucket, limits) =>
+      Effect.asVoid(
+        send("keep the learnt limits", () =>
+          client.set(learntKey(bucket), JSON.stringify(limits), "EX", LimiterStore.learntLifetimeSeconds))
+      )
+  }
+}
 
 /**
- * The wake-ups: one connection per store, subscribed once (before the first operation, to every bucket's channel
- * under the prefix), so that no wake-up goes out before anyone listens. A message names the waiter first in line;
- * one for a waiter of this store that is not listening (between its answer and its sleep) is kept for it, once.
- * A wake-up missed while the connection is down only costs the waiter its timed wait.
+ * What an outage owes the waiters the server told to wait (for capacity other processes hold, or behind their waiters
+ * in its line): when the store turns to memory, each looks again at once, in memory, as a waiter memory told to wait
+ * is woken by memory; it would otherwise sleep through the outage, in a line nobody serves. A waiter memory told to
+ * wait is not woken by it (a wake-up for nothing, again and again while the outage lasts).
  */
-const subscriberOf = (client: Client, pattern: string, timeout: Duration.Duration) =>
-  Effect.gen(function*() {
-    const connection = yield* Effect.acquireRelease(
+const outageWakeUps = () => {
+  // completed when the store turns to memory; a new one once the server answers again
+  let turned = Deferred.unsafeMake<void>(FiberId.none)
+  let isLost = false
+  // the waiters whose last answer was the server's, by bucket and waiter
+  const toldByServer = new Set<string>()
+  return {
+    lost: (): void => {
+      isLost = true
+      Deferred.unsafeDone(turned, Effect.void)
+    },
+    answered: (): void => {
+      if (!isLost) return
+      isLost = false
+      turned = Deferred.unsafeMake<void>(FiberId.none)
+    },
+    told: (bucket: string, waiter: string | undefined, byServer: boolean) =>
       Effect.sync(() => {
-        // connected now, and queueing while disconnected (the operations' client may do neither): a subscription
-        // asked for while the server is away goes out when it returns, and ioredis subscribes again after a
-        // reconnect. No ready check: its INFO, sent after a first SUBSCRIBE, is refused in subscriber mode and
-        // resets the connection
-        const options = { lazyConnect: false, enableOfflineQueue: true, enableReadyCheck: false }
-        const duplicate = isCluster(client) ? client.duplicate([], options) : client.duplicate(options)
-        // failures are seen by the operations; a subscriber that cannot connect only misses wake-ups
-        // Stryker disable next-line ArrowFunction: a listener that does nothing, written either way
-        duplicate.on("error", () => {})
-        return duplicate
+        if (waiter === undefined) return
+        if (byServer) toldByServer.add(`${bucket}\n${waiter}`)
+        else toldByServer.delete(`${bucket}\n${waiter}`)
       }),
-      (duplicate) => Effect.sync(() => duplicate.disconnect())
-    )
-    const waiting = new Map<string, Set<() => void>>()
-    const kept = new Set<string>()
-    // the waiters of this store: wake-ups of other processes' waiters are not kept
-    const ours = new Set<string>()
-    const keyOf = (channel: string, waiter: string) => `${channel}\n${waiter}`
-    connection.on("pmessage", (_pattern: string, channel: string, waiter: string) => {
-      const key = keyOf(channel, waiter)
-      const resumes = waiting.get(key)
-      if (resumes === undefined) {
-        // Stryker disable next-line ConditionalExpression: keeping another process's wake-up costs memory, never a wrong wake-up (its waiter is never ours)
-        if (ours.has(waiter)) kept.add(key)
-        return
-      }
-      waiting.delete(key)
-      for (const resume of resumes) resume()
+    next: (bucket: string, waiter: string): Effect.Effect<void> =>
+      Effect.suspend(() => toldByServer.has(`${bucket}\n${waiter}`) ? Deferred.await(turned) : Effect.never)
+  }
+}
+
+/**
+ * Whether an operation goes to Redis or to memory: Redis until an operation fails (one warning, the metric), then
+ * memory until `retryAfterMs` has passed, then Redis again, tried by one operation at a time (a server that hangs
+ * makes that one wait for the time limit, never all of them).
+ */
+const fallbackSwitch = (name: string, retryAfterMs: number, outage: ReturnType<typeof outageWakeUps>) => {
+  // while in memory: when to try the server again
+  let downUntil: number | undefined
+  // a try of the server is under way: the operations meanwhile go on in memory, none waits for its answer
+  let trying = false
+  const fallBack = (error: LimiterUnavailable) =>
+    Effect.clockWith((clock) => {
+      const first = downUntil === undefined
+      downUntil = clock.unsafeCurrentTimeMillis() + retryAfterMs
+      if (!first) return Effect.void
+      outage.lost()
+      return Effect.zipRight(
+        Effect.logWarning(`aifs: ${error.message}; counting in this process's memory until it answers`),
+        Metric.increment(ClientMetrics.limiterStoreFallbacks)
+      )
     })
-    // a server that is away now is subscribed to when it comes back
-    yield* Effect.tryPromise(() => connection.psubscribe(pattern)).pipe(Effect.timeout(timeout), Effect.ignore)
-    return {
-      /** Makes `waiter` one of this store's (its wake-ups are kept for it). */
-      expect: (waiter: string): void => {
-        ours.add(waiter)
-      },
-      next: (channel: string, waiter: string): Effect.Effect<void> =>
-        Effect.async<void>((resume) => {
-          ours.add(waiter)
-          const key = keyOf(channel, waiter)
-          if (kept.delete(key)) return resume(Effect.void)
-          const wake = () => resume(Effect.void)
-          let resumes = waiting.get(key)
-          if (resumes === undefined) {
-            resumes = new Set()
-            waiting.set(key, resumes)
-          }
-          resumes.add(wake)
-          return Effect.sync(() => {
-            resumes.delete(wake)
-            // Stryker disable next-line ConditionalExpression,LogicalOperator: when an empty set is dropped changes memory only: a message finds no one either way
-            if (resumes.size === 0 && waiting.get(key) === resumes) waiting.delete(key)
-          })
-        })
-    }
+  const recovered = Effect.suspend(() => {
+    outage.answered()
+    if (downUntil === undefined) return Effect.void
+    downUntil = undefined
+    return Effect.logInfo(`aifs: the limiter store (${name}) answers again`)
   })
+  const attempt = <A>(onRedis: Effect.Effect<A, LimiterUnavailable>, onMemory: Effect.Effect<A>): Effect.Effect<A> =>
+    onRedis.pipe(
+      Effect.tap(() => recovered),
+      Effect.catchAll((error) => Effect.zipRight(fallBack(error), onMemory))
+    )
+  /** `onRedis`, or `onMemory` while the server is down. */
+  return <A>(onRedis: Effect.Effect<A, LimiterUnavailable>, onMemory: Effect.Effect<A>): Effect.Effect<A> =>
+    Effect.clockWith((clock) => {
+      if (downUntil === undefined) return attempt(onRedis, onMemory)
+      if (trying || clock.unsafeCurrentTimeMillis() < downUntil) return onMemory
+      trying = true
+      return Effect.ensuring(attempt(onRedis, onMemory), Effect.sync(() => trying = false))
+    })
+}
 
 /**
  * Redis while it answers, this process's memory while it does not: ids of entries counted in memory are negative,
- * so that their settlement goes where they were counted.
+ * so that their settlement goes where they were counted. `lost` is to be called when the connection is lost (see
+ * `outageWakeUps`).
  */
 const withFallback = (
   redis: LimiterStore.LimiterStore.Service,
   memory: LimiterStore.LimiterStore.Infallible,
   name: string,
-  retryAfterMs: number
-): LimiterStore.LimiterStore.Service => {
-  // while in memory: when to try the server again
-  let downUntil: number | undefined
-  const fallBack = (error: LimiterUnavailable) =>
-    Effect.clockWith((clock) => {
-      const first = downUntil === undefined
-      downUntil = clock.unsafeCurrentTimeMillis() + retryAfterMs
-      return first
-        ? Effect.zipRight(
-          Effect.logWarning(`aifs: ${error.message}; counting in this process's memory until it answers`),
-          Metric.increment(ClientMetrics.limiterStoreFallbacks)
-        )
-        : Effect.void
-    })
-  const recovered = Effect.suspend(() => {
-    if (downUntil === undefined) return Effect.void
-    downUntil = undefined
-    return Effect.logInfo(`aifs: the limiter store (${name}) answers again`)
-  })
-  /** `onRedis`, or `onMemory` while the server is down or when it fails. */
-  const either = <A>(onRedis: Effect.Effect<A, LimiterUnavailable>, onMemory: Effect.Effect<A>): Effect.Effect<A> =>
-    Effect.clockWith((clock) =>
-      downUntil !== undefined && clock.unsafeCurrentTimeMillis() < downUntil
-        ? onMemory
-        : onRedis.pipe(
-          Effect.tap(() => recovered),
-          Effect.catchAll((error) => Effect.zipRight(fallBack(error), onMemory))
-        )
-    )
+  retryAfter: Duration.DurationInput | undefined
+): { readonly store: LimiterStore.LimiterStore.Service; readonly lost: () => void } => {
+  const outage = outageWakeUps()
+  const either = fallbackSwitch(name, Duration.toMillis(Duration.decode(retryAfter ?? Duration.seconds(1))), outage)
   /**
    * An entry's operation goes to the store that counted it; an entry counted on the server cannot be settled while
    * it is down (it leaves the window on its own).
@@ -395,12 +404,12 @@ const withFallback = (
       id < 0
         ? memory[operation](bucket, -id, windowMs)
         : either(redis[operation](bucket, id, windowMs), memory.usage(bucket, windowMs))
-  return {
-    reserve: (bucket, tokens, limits, waiter, more) =>
+  const store: LimiterStore.LimiterStore.Service = {
+    reserve: (bucket, request, limits, waiter, more) =>
       either(
-        redis.reserve(bucket, tokens, limits, waiter, more),
+        Effect.tap(redis.reserve(bucket, request, limits, waiter, more), () => outage.told(bucket, waiter, true)),
         Effect.map(
-          memory.reserve(bucket, tokens, limits, waiter, more),
+          Effect.tap(memory.reserve(bucket, request, limits, waiter, more), () => outage.told(bucket, waiter, false)),
           (r) => r._tag === "Admitted" ? { ...r, id: -r.id } : r
         )
       ),
@@ -413,12 +422,18 @@ const withFallback = (
     topUp: (bucket, count, windowMs) =>
       either(redis.topUp(bucket, count, windowMs), memory.topUp(bucket, count, windowMs)),
     usage: (bucket, windowMs) => either(redis.usage(bucket, windowMs), memory.usage(bucket, windowMs)),
-    leave: (bucket, waiter) => either(redis.leave(bucket, waiter), memory.leave(bucket, waiter)),
-    released: (bucket, waiter) => Effect.raceFirst(redis.released(bucket, waiter), memory.released(bucket, waiter)),
+    leave: (bucket, waiter) =>
+      Effect.zipRight(
+        outage.told(bucket, waiter, false),
+        either(redis.leave(bucket, waiter), memory.leave(bucket, waiter))
+      ),
+    released: (bucket, waiter) =>
+      Effect.raceAll([redis.released(bucket, waiter), memory.released(bucket, waiter), outage.next(bucket, waiter)]),
     learnt: (bucket) => either(redis.learnt(bucket), memory.learnt(bucket)),
     keepLearnt: (bucket, limits) =>
       Effect.zipRight(memory.keepLearnt(bucket, limits), either(redis.keepLearnt(bucket, limits), Effect.void))
   }
+  return { store, lost: outage.lost }
 }
 
 /** Replies of a server that mean the URL's credentials are wrong: no retry can cure them. */
@@ -453,7 +468,7 @@ const connect = (url: string, options: Options) =>
           connectTimeout: 2_000,
           // a command that timed out was counted in memory: sent again after a reconnect it would count twice
           autoResendUnfulfilledCommands: false,
-          commandTimeout: Duration.toMillis(Duration.decode(options.timeout ?? defaultTimeout)),
+          // no commandTimeout: the store times each operation itself, without counting this process's own pauses
           retryStrategy: (times) => Math.min(100 * times, 2_000)
         })
         // failures are seen by the operations, which fall back or fail as configured
@@ -514,7 +529,7 @@ export const layer = (
 
 /**
  * The store on a client you own (a `Redis` or a `Cluster` of ioredis, connected or connecting); the store never
- * closes it. Give the client a `commandTimeout` to time each operation without an Effect timeout per operation.
+ * closes it. The store times each operation itself (`timeout`); a `commandTimeout` of the client's applies as well.
  *
  * @example
  * ```ts
@@ -524,10 +539,7 @@ export const layer = (
  * import { Cluster } from "ioredis"
  *
  * // a Redis Cluster of your own: the keys of each bucket share a hash tag, so every script runs on one slot
- * const cluster = new Cluster([{ host: "redis-1.internal", port: 6379 }], {
- *   lazyConnect: true,
- *   redisOptions: { commandTimeout: 250 }
- * })
+ * const cluster = new Cluster([{ host: "redis-1.internal", port: 6379 }], { lazyConnect: true })
  *
  * export const LimiterLive: Layer.Layer<RateLimiter.RateLimiter> = RateLimiter.layerWith({ tier: "standard4000" }).pipe(
  *   Layer.provide(Layer.merge(RedisLimiterStore.layerFromClient(cluster, { prefix: "my-app" }), TokenEstimator.layer))

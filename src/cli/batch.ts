@@ -169,6 +169,9 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
 
     // a request read before a stop but not started yet is not sent (the next run sends it)
     let inFlight = 0
+    // the key's budget is spent (the service said so, or the limiter refuses for it): the run stops spending, and
+    // the lines refused for it are not written, so that a rerun sends them (even with --keep-failed)
+    let spent: string | undefined
     const results = requests.pipe(
       Stream.mapEffect(
         (request) =>
@@ -189,6 +192,11 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
         { concurrency, unordered: true }
       ),
       Stream.filterMap(identity),
+      Stream.filterEffect((line) => {
+        if (line.error?.code !== "QuotaExceeded") return Effect.succeed(true)
+        spent ??= line.error.message
+        return Effect.as(Deferred.succeed(stop, undefined), false)
+      }),
       Stream.runForEach((line) =>
         Effect.try({
           // one write of one whole line: appended atomically, never interleaved
@@ -279,6 +287,14 @@ export const runBatch = (input: string, output: string, concurrency: number, opt
     )
     yield* summary
     if (progress.failed > 0 || keptFailed > 0 || bad > 0) process.exitCode = 1
+    if (spent !== undefined) {
+      const left = Math.max(0, progress.total - progress.done - progress.failed)
+      yield* Console.error(
+        `aifs batch: stopped: the key's monthly budget is spent (${spent}); ${left} lines are left for a rerun once ` +
+          `it is raised: ${options.resumeCommand ?? `aifs batch ${shellQuote(input)} --out ${shellQuote(output)}`}`
+      )
+      process.exitCode = Signals.budgetSpentExitCode
+    }
   }).pipe(
     // one line per custom_id, the latest, however the run ended (a failed compaction leaves a file a rerun reads)
     Effect.ensuring(Effect.ignore(

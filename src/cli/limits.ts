@@ -16,13 +16,13 @@ import * as Models from "../services/Models.js"
 import { client } from "./environment.js"
 import { describeLimits } from "./progress.js"
 
-/** One bucket as a line: model, requests and tokens used, the limits with their sources, the next reset. */
+/** One bucket as a line: model, each budget's use, the limits with their sources, the next reset. */
 const line = (b: RateLimiter.BucketState): string =>
   [
     b.model,
-    `${b.usedRequests} requests, ${b.usedTokens} tokens used`,
+    `${b.budgets.requests.used} requests, ${b.budgets.input.used} in, ${b.budgets.output.used} out used`,
     describeLimits(b),
-    b.usedRequests > 0 ? `next reset ${Math.ceil(b.nextResetMs / 1000)}s` : "window empty",
+    b.budgets.requests.used > 0 ? `next reset ${Math.ceil(b.nextResetMs / 1000)}s` : "window empty",
     ...(b.blockedMs > 0 ? [`blocked ${Math.ceil(b.blockedMs / 1000)}s`] : [])
   ].join("\t")
 
@@ -52,7 +52,7 @@ export const limitsCommand = Command.make(
         (yield* Effect.flatMap(Models.Models, (m) => m.list())).data.map((m) => m.id)
       const key = fingerprint(config.apiKey)
       // asking whether a request of no tokens would wait reads each model's window from the store
-      yield* Effect.forEach(ids, (model) => limiter.wouldWait({ key, model, tokens: 0 }), { discard: true })
+      yield* Effect.forEach(ids, (model) => limiter.wouldWait({ key, model }), { discard: true })
       const buckets = (yield* limiter.snapshot).filter((b) => b.key === key && ids.includes(b.model))
       if (json) return yield* Console.log(JSON.stringify({ tier: config.tier, buckets }))
       yield* Console.log(`tier ${config.tier}, key ${key}`)

@@ -37,10 +37,10 @@ export interface Progress {
  * @category models
  */
 export interface QuotaState {
-  readonly limitRequests: number
-  readonly usedRequests: number
-  readonly limitTokens: number
-  readonly usedTokens: number
+  /** The busiest bucket's budgets: each one's limit (undefined while unknown) and what its window holds. */
+  readonly budgets: {
+    readonly [D in RateLimiter.Budget]: { readonly limit: number | undefined; readonly used: number }
+  }
   readonly windowMs: number
   /** Requests waiting in the limiter's line, over every bucket. */
   readonly waiting: number
@@ -50,29 +50,49 @@ export interface QuotaState {
   readonly limit: string
 }
 
+const units: { readonly [D in RateLimiter.Budget]: string } = {
+  requests: "requests",
+  input: "input tokens",
+  output: "output tokens",
+  tokens: "tokens"
+}
+
 /**
- * One limit as users read it: `45 requests (learnt, measured)`, `600 requests (header)`, `tokens unknown`.
+ * One budget's limit as users read it: `45 requests (learnt, measured)`, `5000 output tokens (plan)`,
+ * `requests unknown`.
  *
  * @since 0.3.0
  * @category formatting
  */
-export const describeLimit = (limit: RateLimiter.Limit, unit: "requests" | "tokens"): string =>
-  limit.value === undefined
-    ? `${unit} unknown`
-    : `${limit.value} ${unit} (${limit.source}${limit.source === "learnt" ? `, ${limit.confidence}` : ""})`
+export const describeLimit = (budget: RateLimiter.BudgetState, name: RateLimiter.Budget): string =>
+  budget.limit === undefined
+    ? `${units[name]} unknown`
+    : `${budget.limit} ${units[name]} (${budget.source}${
+      budget.confidence === undefined ? "" : `, ${budget.confidence}`
+    })`
 
 /**
- * A bucket's limits, the binding one first: `limits probing (3 in flight)` while nothing is known.
+ * A bucket's limits, the binding one first (every known budget, with its source); `limits probing (3 in flight)`
+ * while nothing is known, `a shared quota` for a model whose quota has no fixed number, and why its key admits
+ * nothing when its budget is spent.
  *
  * @since 0.3.0
  * @category formatting
  */
 export const describeLimits = (bucket: RateLimiter.BucketState, only?: "binding"): string => {
+  if (bucket.spent !== undefined) return `the key's budget is spent: ${bucket.spent}`
   if (bucket.probe !== undefined) return `limits probing (${bucket.probe} in flight)`
-  const requests = describeLimit(bucket.requests, "requests")
-  const tokens = describeLimit(bucket.tokens, "tokens")
-  const first = bucket.binding === "tokens" ? tokens : requests
-  return only === "binding" ? `limit ${first}` : `limits ${first}, ${first === tokens ? requests : tokens}`
+  if (bucket.budgets.requests.source === "shared") return "a shared quota (no fixed limits)"
+  const names = (["requests", "input", "output", "tokens"] as const).filter((d) =>
+    d === "requests" || bucket.budgets[d].limit !== undefined
+  )
+  const binding = bucket.binding
+  const ordered = binding === undefined || !names.includes(binding)
+    ? names
+    : [binding, ...names.filter((d) => d !== binding)]
+  const parts = ordered.map((d) => describeLimit(bucket.budgets[d], d))
+  if (names.length === 1) parts.push("tokens unknown")
+  return only === "binding" ? `limit ${parts[0]}` : `limits ${parts.join(", ")}`
 }
 
 /**
@@ -106,11 +126,14 @@ export const etaSeconds = (p: Progress, quota: QuotaState | undefined): number =
   if (finished === 0) return Infinity
   const byTime = (left * (p.requestMs / finished)) / p.concurrency
   if (quota === undefined) return byTime / 1000
-  const tokensPerRequest = p.tokens / finished
-  const windows = Math.max(
-    windowsFor(left, quota.limitRequests, quota.usedRequests),
-    windowsFor(left * tokensPerRequest, quota.limitTokens, quota.usedTokens)
-  )
+  const { budgets } = quota
+  // each budget's need: the requests left, or their tokens at what the window's requests spent of it each
+  const windows = Math.max(...(["requests", "input", "output", "tokens"] as const).map((d) => {
+    const { limit, used } = budgets[d]
+    if (limit === undefined) return 0
+    const need = d === "requests" ? left : left * (used / Math.max(1, budgets.requests.used))
+    return windowsFor(need, limit, used)
+  }))
   return Math.max(byTime, windows * quota.windowMs, quota.waiting > 0 ? quota.waitMs : 0) / 1000
 }
 
@@ -158,13 +181,16 @@ export const quotaState = (windowMs: number): Effect.Effect<QuotaState | undefin
     const buckets = yield* limiter.value.snapshot
     if (buckets.length === 0) return undefined
     const use = (b: RateLimiter.BucketState) =>
-      Math.max(b.usedRequests / Math.max(1, b.limitRequests), b.usedTokens / Math.max(1, b.limitTokens))
+      Math.max(...Object.values(b.budgets).map((d) => d.limit === undefined ? 0 : d.used / Math.max(1, d.limit)))
     const busiest = buckets.reduce((a, b) => (use(b) > use(a) ? b : a))
+    const budget = (d: RateLimiter.BudgetState) => ({ limit: d.limit, used: d.used })
     return {
-      limitRequests: busiest.limitRequests,
-      usedRequests: busiest.usedRequests,
-      limitTokens: busiest.limitTokens,
-      usedTokens: busiest.usedTokens,
+      budgets: {
+        requests: budget(busiest.budgets.requests),
+        input: budget(busiest.budgets.input),
+        output: budget(busiest.budgets.output),
+        tokens: budget(busiest.budgets.tokens)
+      },
       windowMs,
       waiting: buckets.reduce((sum, b) => sum + b.waiting, 0),
       waitMs: Math.max(busiest.blockedMs, busiest.waiting > 0 ? busiest.nextResetMs : 0),

@@ -37,3 +37,12 @@ export const watch = (): void => {
  * @category signals
  */
 export const exitCode = (signal: StopSignal | undefined = first): number => (signal === "SIGTERM" ? 143 : 130)
+
+/**
+ * The exit code of a batch that stopped because the key's monthly budget is spent: the lines not sent are left for a
+ * rerun once the budget is raised (distinct from 1, a failure, so that scripts can wait for the budget instead).
+ *
+ * @since 0.4.0
+ * @category signals
+ */
+export const budgetSpentExitCode = 3

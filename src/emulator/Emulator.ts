@@ -30,6 +30,7 @@
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -107,6 +108,34 @@ export {
    */
   developmentUsers as developmentGatewayUsers
 } from "./gateway/state.js"
+export type {
+  /**
+   * A flat quota per window: requests (`rpm`), and any of combined (`tpm`), input (`itpm`) and output (`otpm`) tokens.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  Quota
+} from "./limits.js"
+export {
+  /**
+   * The seed tiers' flat quotas, for a plan's model its table lacks: basic 20 requests / 18,750 tokens, standard4000
+   * 600 / 150,000.
+   *
+   * @since 0.4.0
+   * @category limits
+   */
+  fallbackQuotas
+} from "./limits.js"
+export {
+  /**
+   * EUR per million input and output tokens where a key's plan has no price for a model: 1 each.
+   *
+   * @since 0.4.0
+   * @category limits
+   */
+  defaultPrices
+} from "./spend.js"
 export type {
   /**
    * An accepted key and its tier.
@@ -209,10 +238,13 @@ export declare namespace Emulator {
     /** Replaces the fault rules (their `times` counts start again); `[]` turns faults off. */
     readonly setChaos: (chaos: Chaos) => Effect.Effect<void>
     /**
-     * Changes a tier's quota from now on, as a plan upgraded or cut mid-run (the windows keep what they counted).
-     * A tier without a quota is a defect.
+     * Sets a tier's quota from now on, as a plan upgraded or cut mid-run (the windows keep what they counted): a custom
+     * tier's, or on a plan's tier one flat quota for every model in place of the plan's table. A tier that is no plan
+     * and has no quota is a defect.
      */
     readonly setQuota: (tier: string, quota: Quota) => Effect.Effect<void>
+    /** EUR a key's project has spent this month of the emulator's clock (see `KeySpec.monthlyBudget`). */
+    readonly spent: (key: string) => Effect.Effect<number>
     /** Requests received, in flight and aborted, open connections, injected faults by kind. */
     readonly stats: Effect.Effect<Stats>
   }
@@ -315,6 +347,7 @@ const serveWith = (server: Server, options: ServeOptions): Layer.Layer<Emulator,
         gatewayUsers: options.gateway?.users ?? developmentUsers,
         setChaos: (chaos: Chaos) => Effect.sync(() => state.chaos.set(chaos)),
         setQuota: (tier: string, quota: Quota) => Effect.sync(() => state.setQuota(tier, quota)),
+        spent: (key: string) => Effect.map(Clock.currentTimeMillis, (now) => state.spentOf(key, now)),
         stats: Effect.map(connectionsOf(server), (connections) => state.chaos.snapshot(connections))
       }
     })

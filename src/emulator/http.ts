@@ -15,8 +15,10 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { IncomingMessage } from "node:http"
+import { type Amounts, cost, type Dimension, noun } from "../internal/budgets.js"
 import { type CatalogueModel, findModel } from "./catalogue.js"
-import { formatGoDuration, type WindowStatus } from "./limits.js"
+import { type Admission, describeLimit, formatGoDuration, type WindowStatus } from "./limits.js"
+import { budgetReachedDetail } from "./spend.js"
 import type { EmulatorState, KeySpec } from "./state.js"
 
 /**
@@ -278,7 +280,9 @@ export const decodeBody = <A, I>(
   })
 
 /**
- * The `x-ratelimit-*` headers of a window (sent by proprietary models only).
+ * The `x-ratelimit-*` headers of a window (sent by proprietary models only). The tokens headers speak of the count
+ * `limits.headerTokens` picks (the combined tokens, or input and output together against their limits summed), and
+ * are left out when no token budget is metered.
  *
  * @since 0.1.0
  * @category headers
@@ -288,11 +292,13 @@ export const rateLimitHeaders = (
   reset?: { readonly requestsMs: number; readonly tokensMs: number }
 ): Record<string, string> => ({
   "x-ratelimit-limit-requests": String(status.limitRequests),
-  "x-ratelimit-limit-tokens": String(status.limitTokens),
   "x-ratelimit-remaining-requests": String(status.remainingRequests),
-  "x-ratelimit-remaining-tokens": String(status.remainingTokens),
   "x-ratelimit-reset-requests": formatGoDuration(reset?.requestsMs ?? status.resetRequestsMs),
-  "x-ratelimit-reset-tokens": formatGoDuration(reset?.tokensMs ?? status.resetTokensMs)
+  ...(status.limitTokens === undefined ? {} : {
+    "x-ratelimit-limit-tokens": String(status.limitTokens),
+    "x-ratelimit-remaining-tokens": String(status.remainingTokens),
+    "x-ratelimit-reset-tokens": formatGoDuration(reset?.tokensMs ?? status.resetTokensMs)
+  })
 })
 
 /**
@@ -305,8 +311,20 @@ export const rateLimitHeaders = (
 export type LimitMode = "reject" | "wait"
 
 /**
- * Counts a request of `tokens` against the key's window for `model`, or answers 429 / waits. Returns the
- * headers to send with the answer.
+ * The tokens a request counts: `input` from its prompt, `output` from the answer the emulator generates (what the
+ * usage reports).
+ *
+ * @since 0.4.0
+ * @category limits
+ */
+export interface RequestTokens {
+  readonly input: number
+  readonly output: number
+}
+
+/**
+ * Counts a request of `tokens` against the key's window for `model` and its spend, or answers 429 / waits. Returns
+ * the headers to send with the answer.
  *
  * @since 0.1.0
  * @category limits
@@ -315,61 +333,84 @@ export const admit = (
   state: EmulatorState,
   key: KeySpec,
   model: CatalogueModel,
-  tokens: number,
+  tokens: RequestTokens,
   mode: LimitMode
 ): Effect.Effect<Record<string, string>, Reject> =>
   Effect.gen(function*() {
     if (key.exhausted !== undefined) return yield* quotaSpent(key.exhausted)
+    if (state.budgetReached(key, yield* Clock.currentTimeMillis)) return yield* budgetReached
     // interface 1.0.0: the queue takes the work and answers its handle at once
     if (mode === "wait" && state.versionOf(key) === "1.0.0") return yield* acceptedInQueue(state)
     const window = state.window(key, model.id)
+    const request = cost(tokens.input, tokens.output)
     const started = yield* Clock.currentTimeMillis
     // bounded: every round sleeps at least 1 ms, and the waits together fit queueMaxWaitMs; a window that claims
     // a zero wait while full cannot spin (under a TestClock nobody moves, the request blocks instead)
     while (true) {
       const now = yield* Clock.currentTimeMillis
-      const admission = window.check(now, tokens)
+      // read each round: a quota set while a queued request waits applies to it
+      const meter = state.meter(key, model.id)
+      const admission = window.check(now, request, meter.limits)
       if (admission._tag === "Admitted") {
-        window.record(now, tokens)
-        return model.proprietary ? rateLimitHeaders(window.status(now)) : {}
+        // a queued request may have waited while others spent the budget
+        if (state.budgetReached(key, now)) return yield* budgetReached
+        window.record(now, request)
+        state.charge(key, model.id, tokens, now)
+        return model.proprietary && meter.source !== "shared" ? rateLimitHeaders(window.status(now, meter.limits)) : {}
       }
-      if (admission._tag === "TooLarge") {
-        return yield* tooLarge(model, window.quota.tpm, tokens)
-      }
+      if (admission._tag === "TooLarge") return yield* tooLarge(state, model, admission.by, meter.limits, request)
       if (mode === "wait" && now - started + admission.waitMs <= state.queueMaxWaitMs) {
         yield* Effect.sleep(Math.max(1, admission.waitMs))
         continue
       }
       state.chaos.rateLimited++
-      const retryAfter = String(Math.max(1, Math.ceil(admission.waitMs / 1000)))
-      const limit = admission.by === "requests" ? `${window.quota.rpm} requests` : `${window.quota.tpm} tokens`
-      const per = formatGoDuration(state.windowMs)
-      if (model.proprietary) {
-        const headers = {
-          ...rateLimitHeaders(window.status(now), {
-            requestsMs: admission.requestsWaitMs,
-            tokensMs: admission.tokensWaitMs
-          }),
-          "retry-after": retryAfter
-        }
-        return yield* Effect.fail(
-          new Reject({
-            response: HttpServerResponse.unsafeJson({
-              error: {
-                message: `Rate limit reached for ${model.id}: limit ${limit} per ${per}. ` +
-                  `Please retry after ${retryAfter} seconds.`,
-                type: admission.by,
-                code: "429"
-              }
-            }, { status: 429, headers })
-          })
-        )
-      }
-      return yield* reject(429, `Rate limit exceeded: ${limit} per ${per} for model ${model.id}`, {
-        "retry-after": retryAfter
-      })
+      return yield* rateLimited(state, model, admission, meter.limits, window.status(now, meter.limits))
     }
   })
+
+/** The `type` of an OpenAI-style 429 body per budget. */
+const errorType: { readonly [D in Dimension]: string } = {
+  requests: "requests",
+  input: "input_tokens",
+  output: "output_tokens",
+  tokens: "tokens"
+}
+
+/** The 429 of a full window, naming the budget that refused and its limit, with that budget's wait. */
+const rateLimited = (
+  state: EmulatorState,
+  model: CatalogueModel,
+  admission: Extract<Admission, { readonly _tag: "Wait" }>,
+  limits: Amounts,
+  status: WindowStatus
+) => {
+  const retryAfter = String(Math.max(1, Math.ceil(admission.waitMs / 1000)))
+  const limit = describeLimit(admission.by, limits)
+  const per = formatGoDuration(state.windowMs)
+  if (!model.proprietary) {
+    return reject(429, `Rate limit exceeded: ${limit} per ${per} for model ${model.id}`, { "retry-after": retryAfter })
+  }
+  const { waits } = admission
+  const headers = {
+    ...rateLimitHeaders(status, {
+      requestsMs: waits.requests,
+      tokensMs: Math.max(waits.input, waits.output, waits.tokens)
+    }),
+    "retry-after": retryAfter
+  }
+  return Effect.fail(
+    new Reject({
+      response: HttpServerResponse.unsafeJson({
+        error: {
+          message: `Rate limit reached for ${model.id}: limit ${limit} per ${per}. ` +
+            `Please retry after ${retryAfter} seconds.`,
+          type: errorType[admission.by],
+          code: "429"
+        }
+      }, { status: 429, headers })
+    })
+  )
+}
 
 /**
  * The queue's answer under interface 1.0.0: `202` with a job handle, sent in place of the result (a `Reject`
@@ -402,20 +443,28 @@ const quotaSpent = (status: 402 | 429) =>
       })
     )
 
-const tooLarge = (model: CatalogueModel, limit: number, requested: number) =>
-  model.proprietary
+/** The service's refusal once a project's monthly budget is spent: its own words, and no `retry-after`. */
+const budgetReached = reject(429, budgetReachedDetail)
+
+/** A request no wait can admit: it is larger than the limit of budget `by` (the words the client looks for). */
+const tooLarge = (state: EmulatorState, model: CatalogueModel, by: Dimension, limits: Amounts, request: Amounts) => {
+  const per = formatGoDuration(state.windowMs)
+  const limit = describeLimit(by, limits)
+  const requested = `${request[by]} ${noun[by]}`
+  return model.proprietary
     ? Effect.fail(
       new Reject({
         response: HttpServerResponse.unsafeJson({
           error: {
-            message: `Request too large for ${model.id}: limit ${limit} tokens per window, requested ${requested}.`,
-            type: "tokens",
+            message: `Request too large for ${model.id}: limit ${limit} per ${per}, requested ${requested}.`,
+            type: errorType[by],
             code: "rate_limit_exceeded"
           }
         }, { status: 429 })
       })
     )
-    : reject(429, `Request too large for model ${model.id}: ${requested} tokens exceed the limit of ${limit}`)
+    : reject(429, `Request too large for model ${model.id}: ${requested} exceed the limit of ${limit} per ${per}`)
+}
 
 /**
  * A server-sent event stream of JSON payloads ending with `data: [DONE]`, paced by `delayMs` when set.

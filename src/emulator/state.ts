@@ -4,9 +4,11 @@
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
+import { isPlan } from "../internal/plans.js"
 import { type Chaos, ChaosState } from "./chaos.js"
 import { type GatewayOptions, GatewayState } from "./gateway/state.js"
-import { type Quota, SlidingWindow, tierQuotas } from "./limits.js"
+import { fallbackQuotas, type Meter, meterOf, type Quota, SlidingWindow } from "./limits.js"
+import { costOf, pricesFor, Spend } from "./spend.js"
 import { Store } from "./store.js"
 
 /**
@@ -18,13 +20,25 @@ import { Store } from "./store.js"
 export interface KeySpec {
   /** The key, sent as `Authorization: Bearer <key>`. */
   readonly key: string
-  /** Its tier: a name in `tiers` (`basic`, `standard4000` by default). */
+  /**
+   * Its tier: a plan (`basic`, `standard1000` to `standard4000`, `essential`, `professional`, `agentic`, `test`: each
+   * model metered by its row of the plan's table) or a name in `tiers`.
+   */
   readonly tier: string
   /**
    * Its budget is spent: every model request is refused, never to pass again, with 402 (`Payment Required`) or
    * 429 with `insufficient_quota` (OpenAI's form). The client fails these with `QuotaExceeded`, never retried.
    */
   readonly exhausted?: 402 | 429 | undefined
+  /**
+   * The monthly budget of the key's project, in EUR. Each answered model request adds its usage tokens times the
+   * model's prices on the key's plan (`defaultPrices`, 1 EUR per million tokens, where the plan's table has none);
+   * once the spend reaches the budget, every model request of the key is refused with the service's 429
+   * `{"detail": "Your project reached its monthly budget limit. ..."}` and no `retry-after`, until the next calendar
+   * month (UTC) of the emulator's clock. A budget of 0 refuses from the first request. The key's successor after a
+   * rotation shares the spend.
+   */
+  readonly monthlyBudget?: { readonly eur: number } | undefined
   /** The interface version this key is served under, over the emulator's own (see `Options.interfaceVersion`). */
   readonly interfaceVersion?: InterfaceVersion | undefined
 }
@@ -50,7 +64,11 @@ export interface Options {
   readonly window?: Duration.DurationInput | undefined
   /** Accepted keys (default: one development key per tier, see `developmentKeys`). */
   readonly keys?: ReadonlyArray<KeySpec> | undefined
-  /** Quotas per tier, merged over the presets (`basic` 20/18,750, `standard4000` 600/150,000). */
+  /**
+   * Flat quotas per tier: a custom tier's (`{ rpm: 5, tpm: 2_000 }`, optionally `itpm`/`otpm`), or a plan's name to
+   * meter every model of that plan by one quota in place of its table. A plan's model that its table lacks is metered
+   * by the seed quotas (`basic` 20 requests / 18,750 tokens, `standard4000` 600 / 150,000; other plans basic's).
+   */
   readonly tiers?: Readonly<Record<string, Quota>> | undefined
   /** Pause between stream chunks, to watch tokens arrive (default none). */
   readonly streamChunkDelay?: Duration.DurationInput | undefined
@@ -86,7 +104,7 @@ export const developmentKey = (tier: string): string =>
  * @since 0.1.0
  * @category keys
  */
-export const developmentKeys: ReadonlyArray<KeySpec> = Object.keys(tierQuotas).map((tier) => ({
+export const developmentKeys: ReadonlyArray<KeySpec> = Object.keys(fallbackQuotas).map((tier) => ({
   key: developmentKey(tier),
   tier
 }))
@@ -102,6 +120,7 @@ export class EmulatorState {
   readonly windowMs: number
   /** Accepted keys, in the order given (a rotated key takes its predecessor's place). */
   keys: ReadonlyMap<string, KeySpec>
+  /** The flat quotas given per tier (`Options.tiers`, `setQuota`). */
   tiers: Readonly<Record<string, Quota>>
   readonly streamChunkDelayMs: number
   readonly queueMaxWaitMs: number
@@ -114,6 +133,8 @@ export class EmulatorState {
   /** Fault rules in force and request counters. */
   readonly chaos: ChaosState
   private readonly windows = new Map<string, SlidingWindow>()
+  /** What each key's project spent this month (a rotated key's successor shares its predecessor's). */
+  private readonly spends = new Map<string, Spend>()
   private counter = 0
 
   /** The interface version a key is served under (undefined: both). */
@@ -124,7 +145,7 @@ export class EmulatorState {
   constructor(options: Options = {}) {
     this.windowMs = Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1)))
     this.keys = new Map((options.keys ?? developmentKeys).map((k) => [k.key, k]))
-    this.tiers = { ...tierQuotas, ...options.tiers }
+    this.tiers = { ...options.tiers }
     this.streamChunkDelayMs = Duration.toMillis(Duration.decode(options.streamChunkDelay ?? Duration.zero))
     this.queueMaxWaitMs = Duration.toMillis(Duration.decode(options.queueMaxWait ?? Duration.minutes(10)))
     this.interfaceVersion = options.interfaceVersion
@@ -132,8 +153,18 @@ export class EmulatorState {
     this.maxUploadBytes = options.maxUploadBytes ?? 100 * 1024 * 1024
     this.chaos = new ChaosState(options.chaos, options.chaosSeed)
     for (const spec of this.keys.values()) {
-      if (this.tiers[spec.tier] === undefined) throw new Error(`emulator: key tier "${spec.tier}" has no quota`)
+      if (!this.knows(spec.tier)) throw new Error(`emulator: key tier "${spec.tier}" is no plan and has no quota`)
     }
+  }
+
+  /** Whether a tier names a plan or has a quota. */
+  private knows(tier: string): boolean {
+    return isPlan(tier) || Object.hasOwn(this.tiers, tier)
+  }
+
+  /** What meters a key's model now (a quota set since applies at once). */
+  meter(key: KeySpec, model: string): Meter {
+    return meterOf(key.tier, Object.hasOwn(this.tiers, key.tier) ? this.tiers[key.tier] : undefined, model)
   }
 
   /** The limit window of a key and model, created on first use. */
@@ -141,19 +172,39 @@ export class EmulatorState {
     const id = `${key.key}\u0000${model}`
     let window = this.windows.get(id)
     if (window === undefined) {
-      window = new SlidingWindow(this.tiers[key.tier]!, this.windowMs)
+      window = new SlidingWindow(this.windowMs)
       this.windows.set(id, window)
     }
     return window
   }
 
-  /** Changes a tier's quota from now on (a plan upgraded or cut); the windows keep what they counted. */
+  /**
+   * Sets a tier's quota from now on (a plan upgraded or cut; on a plan's tier it meters every model in place of the
+   * table); the windows keep what they counted.
+   */
   setQuota(tier: string, quota: Quota): void {
-    if (this.tiers[tier] === undefined) throw new Error(`emulator: tier "${tier}" has no quota`)
+    if (!this.knows(tier)) throw new Error(`emulator: tier "${tier}" is no plan and has no quota`)
     this.tiers = { ...this.tiers, [tier]: quota }
-    for (const [id, window] of this.windows) {
-      if (this.keys.get(id.slice(0, id.indexOf("\u0000")))?.tier === tier) window.quota = quota
+  }
+
+  /** EUR a key's project has spent in the month of `now`. */
+  spentOf(key: string, now: number): number {
+    return this.spends.get(key)?.at(now) ?? 0
+  }
+
+  /** Whether a key's monthly budget is spent at `now`. */
+  budgetReached(key: KeySpec, now: number): boolean {
+    return key.monthlyBudget !== undefined && this.spentOf(key.key, now) >= key.monthlyBudget.eur
+  }
+
+  /** Adds what an answered request of `usage` tokens to `model` costs to the key's spend. */
+  charge(key: KeySpec, model: string, usage: { readonly input: number; readonly output: number }, now: number): void {
+    let spend = this.spends.get(key.key)
+    if (spend === undefined) {
+      spend = new Spend()
+      this.spends.set(key.key, spend)
     }
+    spend.add(now, costOf(pricesFor(key.tier, model), usage))
   }
 
   /**
@@ -168,6 +219,8 @@ export class EmulatorState {
     const next = { ...spec, key: successor }
     this.keys = new Map([...this.keys].map(([k, v]) => k === key ? [successor, next] : [k, v]))
     this.store.share(key, successor)
+    const spend = this.spends.get(key)
+    if (spend !== undefined) this.spends.set(successor, spend)
     return next
   }
 

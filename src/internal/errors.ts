@@ -135,6 +135,9 @@ export const retryAfterFromMessage = (message: string): Duration.Duration | unde
 const quotaWords = /insufficient.quota|quota|budget|billing|credit balance|payment required/i
 const rateWords = /per.minute|per.min\b|\brpm\b|\btpm\b|rate.limit/i
 
+/** A body that says the project's monthly budget is spent (the service's words: "reached its monthly budget limit"). */
+export const isBudgetSpent = (body: ErrorBody): boolean => /monthly budget|budget limit/i.test(body.message)
+
 /** A 429 whose body says the quota, budget or billing is spent, not that the rate is too high right now. */
 export const isQuotaExhausted = (body: ErrorBody): boolean =>
   body.code === "insufficient_quota" || body.errorType === "insufficient_quota" ||
@@ -174,6 +177,8 @@ export const fromResponse = (response: FailedResponse): ApiError => {
     const retryAfter = Option.getOrUndefined(rateLimit.serverWait) ?? retryAfterFromMessage(body.message)
     return new RateLimited(retryAfter === undefined ? fields : { ...fields, retryAfter })
   }
+  // a spent budget is the key's, whatever the status it comes with
+  if (status === 403 && isBudgetSpent(body)) return new QuotaExceeded(fields)
   switch (status) {
     case 401:
       return new Unauthorized(fields)

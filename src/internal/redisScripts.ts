@@ -3,13 +3,16 @@
  * across every process on the server. They keep the memory store's rules (src/layers/LimiterStore.ts) to the
  * letter; test/helpers/storeConformance.ts holds both to one model.
  *
+ * A bucket counts four budgets, in this order everywhere (arguments, values, answers): requests (r), input tokens
+ * (i), output tokens (o) and combined tokens (t).
+ *
  * Keys of a bucket (one hash tag, so that they live on one Cluster slot):
  *   KEYS[1] log   sorted set: entry id -> the time it counts from (ms)
- *   KEYS[2] val   hash: entry id -> "requests:tokens"
+ *   KEYS[2] val   hash: entry id -> "r:i:o:t", what the entry counts of each budget
  *   KEYS[3] line  sorted set: waiter -> its arrival order
  *   KEYS[4] due   hash: waiter -> when it was told to come back (ms)
  *   KEYS[5] seq   the last id given out (entry ids and arrival orders)
- *   KEYS[6] sum   hash: r -> the requests of the log, t -> its tokens (kept with every change, so that a bucket's
+ *   KEYS[6] sum   hash: r, i, o, t -> what the log counts of each budget (kept with every change, so that a bucket's
  *                 usage costs the same with ten entries or ten thousand)
  * ARGV[1] is the time in ms, or "" for the server's (`TIME`); ARGV[2] the window in ms; ARGV[3] the waiters' grace
  * in ms; ARGV[4] the channel that hears of capacity coming back (its message: the waiter now first in line, the
@@ -33,6 +36,7 @@ if ARGV[1] == '' then
 else
   now = tonumber(ARGV[1])
 end
+local fields = { 'r', 'i', 'o', 't' }
 
 local function fmt(n) return string.format('%.0f', n) end
 
@@ -44,34 +48,42 @@ local function keep()
   for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ttl) end
 end
 
+-- four budgets from ARGV, the first at ARGV[from]
+local function budgets(from)
+  return { tonumber(ARGV[from]), tonumber(ARGV[from + 1]), tonumber(ARGV[from + 2]), tonumber(ARGV[from + 3]) }
+end
+
 local function parse(v)
-  if not v then return 0, 0 end
-  local r, t = string.match(v, '^(%d+):(%d+)$')
-  return tonumber(r), tonumber(t)
+  local r, i, o, t = string.match(v or '', '^(%d+):(%d+):(%d+):(%d+)$')
+  if not r then return { 0, 0, 0, 0 } end
+  return { tonumber(r), tonumber(i), tonumber(o), tonumber(t) }
 end
 
-local function count(r, t)
-  if r ~= 0 then redis.call('HINCRBY', sum, 'r', r) end
-  if t ~= 0 then redis.call('HINCRBY', sum, 't', t) end
+local function encode(a) return fmt(a[1]) .. ':' .. fmt(a[2]) .. ':' .. fmt(a[3]) .. ':' .. fmt(a[4]) end
+
+local function count(a, sign)
+  for d = 1, 4 do
+    if a[d] ~= 0 then redis.call('HINCRBY', sum, fields[d], sign * a[d]) end
+  end
 end
 
-local function add(id, at, r, t)
+local function add(id, at, a)
   redis.call('ZADD', log, fmt(at), id)
-  redis.call('HSET', val, id, fmt(r) .. ':' .. fmt(t))
-  count(r, t)
+  redis.call('HSET', val, id, encode(a))
+  count(a, 1)
 end
 
 local function drop(ids)
   if #ids == 0 then return end
   local vals = redis.call('HMGET', val, unpack(ids))
-  local r, t = 0, 0
-  for i = 1, #ids do
-    local vr, vt = parse(vals[i])
-    r, t = r + vr, t + vt
+  local total = { 0, 0, 0, 0 }
+  for k = 1, #ids do
+    local a = parse(vals[k])
+    for d = 1, 4 do total[d] = total[d] + a[d] end
   end
   redis.call('ZREM', log, unpack(ids))
   redis.call('HDEL', val, unpack(ids))
-  count(-r, -t)
+  count(total, -1)
 end
 
 -- the waiter first in line, once those past their time and grace (gone without saying so) have left it
@@ -95,40 +107,41 @@ local function prune()
   head()
 end
 
+-- what the log counts of each budget, and how long until its oldest entry leaves
 local function usage()
-  local totals = redis.call('HMGET', sum, 'r', 't')
+  local totals = redis.call('HMGET', sum, 'r', 'i', 'o', 't')
+  local used = {}
+  for d = 1, 4 do used[d] = tonumber(totals[d] or '0') end
   local oldest = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
   local next = 0
   if oldest[2] then next = tonumber(oldest[2]) + window - now end
-  return tonumber(totals[1] or '0'), tonumber(totals[2] or '0'), next
+  return used, next
 end
 
--- how long until the oldest entries that must leave have left: requests beyond the limit with one more, tokens
--- beyond it with these (read oldest first, a page at a time, only as far as needed)
-local function waits(requestsOver, tokensOver)
-  local requestsWait, tokensWait = 0, 0
+-- per budget, how long until the oldest entries that must leave have left: over[d] is how much of budget d must
+-- leave (nothing when it is 0 or less); read oldest first, a page at a time, only as far as needed
+local function waits(over)
+  local wait = { 0, 0, 0, 0 }
   local from = 0
-  while requestsOver > 0 or tokensOver > 0 do
+  while over[1] > 0 or over[2] > 0 or over[3] > 0 or over[4] > 0 do
     local page = redis.call('ZRANGE', log, from, from + 99, 'WITHSCORES')
     if #page == 0 then break end
     local ids = {}
-    for i = 1, #page, 2 do ids[#ids + 1] = page[i] end
+    for k = 1, #page, 2 do ids[#ids + 1] = page[k] end
     local vals = redis.call('HMGET', val, unpack(ids))
-    for i = 1, #ids do
-      local r, t = parse(vals[i])
-      local leaves = tonumber(page[2 * i]) + window - now
-      if requestsOver > 0 then
-        requestsOver = requestsOver - r
-        if requestsOver <= 0 then requestsWait = leaves end
-      end
-      if tokensOver > 0 then
-        tokensOver = tokensOver - t
-        if tokensOver <= 0 then tokensWait = leaves end
+    for k = 1, #ids do
+      local a = parse(vals[k])
+      local leaves = tonumber(page[2 * k]) + window - now
+      for d = 1, 4 do
+        if over[d] > 0 then
+          over[d] = over[d] - a[d]
+          if over[d] <= 0 then wait[d] = leaves end
+        end
       end
     end
     from = from + 100
   end
-  return requestsWait, tokensWait
+  return wait
 end
 
 local function nextId()
@@ -152,31 +165,35 @@ local function leaveLine(waiter)
   end
 end
 
+-- the operation's own values, then the usage: r, i, o, t and the time until the oldest entry leaves
 local function answer(...)
-  local requests, tokens, next = usage()
+  local used, next = usage()
   local out = { ... }
-  out[#out + 1] = requests
-  out[#out + 1] = tokens
+  for d = 1, 4 do out[#out + 1] = used[d] end
   out[#out + 1] = next
   return out
 end
 `
 
 /**
- * ARGV[5] tokens, ARGV[6] request limit, ARGV[7] token limit, ARGV[8] waiter ("" for none), ARGV[9] "1" when the
- * waiter has more to send (an admitted one keeps a place at the back of the line when others wait).
+ * ARGV[5..8] what the request costs of each budget, ARGV[9..12] the limits, ARGV[13] waiter ("" for none), ARGV[14]
+ * "1" when the waiter has more to send (an admitted one keeps a place at the back of the line when others wait).
  */
 export const reserve = `${prelude}
-local tokens, maxRequests, maxTokens, waiter = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-local more = ARGV[9] == '1' 
+local request, limits, waiter, more = budgets(5), budgets(9), ARGV[13], ARGV[14] == '1'
 prune()
-if tokens > maxTokens then
-  if waiter ~= '' then leaveLine(waiter) end
-  return { 'TooLarge' }
+for d = 1, 4 do
+  if request[d] > limits[d] then
+    if waiter ~= '' then leaveLine(waiter) end
+    return { 'TooLarge' }
+  end
 end
-local requests, used = usage()
-local requestsWait, tokensWait = waits(requests + 1 - maxRequests, used + tokens - maxTokens)
-local wait = math.max(0, requestsWait, tokensWait)
+local used = usage()
+-- a budget the request costs nothing of never makes it wait
+local over = {}
+for d = 1, 4 do over[d] = request[d] > 0 and used[d] + request[d] - limits[d] or 0 end
+local each = waits(over)
+local wait = math.max(0, each[1], each[2], each[3], each[4])
 local first = head()
 if waiter ~= '' and first and first ~= waiter then
   -- behind another: until that one is surely gone (woken sooner, by name, as soon as this one is first)
@@ -191,7 +208,7 @@ if wait > 0 then
   return answer('Wait', wait)
 end
 local id = fmt(nextId())
-add(id, now, 1, tokens)
+add(id, now, request)
 local queued = -1
 if waiter ~= '' then
   leaveLine(waiter)
@@ -206,15 +223,21 @@ keep()
 return answer('Admitted', id, queued)
 `
 
-/** ARGV[5] id, ARGV[6] tokens. */
+/** ARGV[5] id, ARGV[6..8] its input, output and combined tokens (its request stays counted). */
 export const adjust = `${prelude}
-local id, tokens = ARGV[5], tonumber(ARGV[6])
+local id = ARGV[5]
 prune()
 if redis.call('ZSCORE', log, id) then
-  local r, t = parse(redis.call('HGET', val, id))
-  redis.call('HSET', val, id, fmt(r) .. ':' .. fmt(tokens))
-  count(0, tokens - t)
-  if tokens < t then released() end
+  local before = parse(redis.call('HGET', val, id))
+  local after = { before[1], tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]) }
+  local change, lowered = {}, false
+  for d = 1, 4 do
+    change[d] = after[d] - before[d]
+    if change[d] < 0 then lowered = true end
+  end
+  redis.call('HSET', val, id, encode(after))
+  count(change, 1)
+  if lowered then released() end
 end
 return answer()
 `
@@ -242,18 +265,18 @@ end
 return answer()
 `
 
-/** ARGV[5] requests, ARGV[6] their age in ms, ARGV[7] tokens, ARGV[8] their age in ms. */
+/** ARGV[5] requests, ARGV[6] their age in ms, ARGV[7] combined tokens, ARGV[8] their age in ms. */
 export const topUp = `${prelude}
 local requests, requestsAge, tokens, tokensAge = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 prune()
-local counted, used = usage()
-local function learnt(at, r, t)
+local used = usage()
+local function learnt(at, a)
   -- usage dated a whole window ago or more has already left it; usage learnt from the server is no request of
   -- this store's: its id is never one a caller settles
-  if at + window > now then add('u' .. fmt(nextId()), at, r, t) end
+  if at + window > now then add('u' .. fmt(nextId()), at, a) end
 end
-if requests > counted then learnt(now - requestsAge, requests - counted, 0) end
-if tokens > used then learnt(now - tokensAge, 0, tokens - used) end
+if requests > used[1] then learnt(now - requestsAge, { requests - used[1], 0, 0, 0 }) end
+if tokens > used[4] then learnt(now - tokensAge, { 0, 0, 0, tokens - used[4] }) end
 keep()
 return answer()
 `

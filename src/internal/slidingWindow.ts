@@ -1,27 +1,17 @@
 /**
  * Sliding-window-log arithmetic shared by the client's rate limiter and the emulator's limits: an entry sent
- * at `t` counts against every interval that contains `t`, until `t + window`.
+ * at `t` counts against every interval that contains `t`, until `t + window`, in each of its budgets.
  * @internal
  */
+import { type Amounts, type Dimension, dimensions, none } from "./budgets.js"
 
-/** Requests and tokens per window. */
-export interface Quota {
-  readonly rpm: number
-  readonly tpm: number
-}
-
-/** The presets of the service's seed tiers. */
-export const tierQuotas = {
-  basic: { rpm: 20, tpm: 18_750 },
-  standard4000: { rpm: 600, tpm: 150_000 }
-} as const satisfies Record<string, Quota>
-
-/** One counted request (or usage learnt from elsewhere: `requests` 0 or more). */
-export interface Entry {
+/** One counted request (or usage learnt from elsewhere: `requests` 0 or more), and when it counts from. */
+export interface Entry extends Amounts {
   readonly at: number
-  readonly requests: number
-  readonly tokens: number
 }
+
+/** How long until one more request fits, per budget (0 where it fits now). */
+export type Waits = Amounts
 
 /**
  * The entries of one window in time order, with their running totals: adding, pruning and asking how long until
@@ -31,10 +21,12 @@ export interface Entry {
 export class Log<E extends Entry> {
   private items: Array<E | undefined> = []
   private head = 0
-  /** Requests counted by the entries. */
-  requests = 0
-  /** Tokens counted by the entries. */
-  tokens = 0
+  private sums: { [D in Dimension]: number } = { ...none }
+
+  /** What the entries count, per budget. */
+  get totals(): Amounts {
+    return this.sums
+  }
 
   /** How many entries the window holds. */
   get size(): number {
@@ -51,14 +43,17 @@ export class Log<E extends Entry> {
     for (let i = this.head; i < this.items.length; i++) yield this.items[i]!
   }
 
+  private count(entry: Amounts, sign: 1 | -1): void {
+    for (const d of dimensions) this.sums[d] += sign * entry[d]
+  }
+
   /** Adds an entry at its place in time (entries mostly arrive in order: the search starts at the end). */
   insert(entry: E): void {
     let index = this.items.length
     while (index > this.head && this.items[index - 1]!.at > entry.at) index--
     if (index === this.items.length) this.items.push(entry)
     else this.items.splice(index, 0, entry)
-    this.requests += entry.requests
-    this.tokens += entry.tokens
+    this.count(entry, 1)
   }
 
   /** The newest entry that `matches` (searched from the end: what is settled was mostly sent lately). */
@@ -74,9 +69,15 @@ export class Log<E extends Entry> {
     const index = this.items.lastIndexOf(entry)
     if (index < this.head) return false
     this.items.splice(index, 1)
-    this.requests -= entry.requests
-    this.tokens -= entry.tokens
+    this.count(entry, -1)
     if (this.size === 0) this.clear()
+    return true
+  }
+
+  /** Replaces an entry by `next` (the same place in time unless `next.at` moved it); false when it is not held. */
+  replace(entry: E, next: E): boolean {
+    if (!this.remove(entry)) return false
+    this.insert(next)
     return true
   }
 
@@ -84,14 +85,7 @@ export class Log<E extends Entry> {
   private clear(): void {
     this.items.length = 0
     this.head = 0
-    this.requests = 0
-    this.tokens = 0
-  }
-
-  /** Sets the tokens an entry counts. */
-  setTokens(entry: E & { tokens: number }, tokens: number): void {
-    this.tokens += tokens - entry.tokens
-    entry.tokens = tokens
+    this.sums = { ...none }
   }
 
   /** Drops the entries that left the window by `now`. */
@@ -99,8 +93,7 @@ export class Log<E extends Entry> {
     while (this.head < this.items.length && this.items[this.head]!.at + windowMs <= now) {
       const gone = this.items[this.head]!
       this.items[this.head++] = undefined
-      this.requests -= gone.requests
-      this.tokens -= gone.tokens
+      this.count(gone, -1)
     }
     if (this.head === this.items.length) {
       this.clear()
@@ -111,31 +104,27 @@ export class Log<E extends Entry> {
   }
 
   /**
-   * How long until one more request of `tokens` fits, per dimension (0 when it fits now); the entries pruned at
-   * `now`. Only a window that is full is walked, from the oldest entry to the one whose leaving makes room.
+   * How long until one more request of `request` fits under `limits`, per budget (0 where it fits now); the entries
+   * pruned at `now`. Only a window that is full is walked, from the oldest entry to the one whose leaving makes room.
    */
-  waitFor(
-    now: number,
-    tokens: number,
-    limits: { readonly requests: number; readonly tokens: number; readonly windowMs: number }
-  ): { readonly requestsWaitMs: number; readonly tokensWaitMs: number } {
-    return {
-      requestsWaitMs: this.requests + 1 > limits.requests
-        ? this.untilFreed((e) => e.requests, this.requests + 1 - limits.requests, now, limits.windowMs)
-        : 0,
-      tokensWaitMs: this.tokens + tokens > limits.tokens
-        ? this.untilFreed((e) => e.tokens, this.tokens + tokens - limits.tokens, now, limits.windowMs)
+  waitFor(now: number, request: Amounts, limits: Amounts, windowMs: number): Waits {
+    const wait = (d: Dimension) =>
+      request[d] > 0 && this.sums[d] + request[d] > limits[d]
+        ? this.untilFreed(d, this.sums[d] + request[d] - limits[d], now, windowMs)
         : 0
-    }
+    return { requests: wait("requests"), input: wait("input"), output: wait("output"), tokens: wait("tokens") }
   }
 
-  /** How long until the oldest entries free `excess` of what `count` counts. */
-  private untilFreed(count: (entry: E) => number, excess: number, now: number, windowMs: number): number {
+  /** How long until the oldest entries free `excess` of budget `d`. */
+  private untilFreed(d: Dimension, excess: number, now: number, windowMs: number): number {
     for (let i = this.head; i < this.items.length; i++) {
       const entry = this.items[i]!
-      excess -= count(entry)
+      excess -= entry[d]
       if (excess <= 0) return Math.max(0, entry.at + windowMs - now)
     }
     return 0
   }
 }
+
+/** The longest of the waits. */
+export const longest = (waits: Waits): number => Math.max(waits.requests, waits.input, waits.output, waits.tokens)

@@ -24,6 +24,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { parseDurationInput } from "../internal/duration.js"
+import * as Plans from "../internal/plans.js"
 
 /**
  * The real service's `/v2` base.
@@ -42,38 +43,38 @@ export const defaultBaseUrl = "https://llm-server.llmhub.t-systems.net/v2"
 export type ApiVersion = "1.0.0" | "1.1.0"
 
 /**
- * Quota tiers with a known preset.
+ * The service's plans: each has a table of limits per model (requests, input tokens and output tokens a minute) in
+ * the service's own data, shipped with the package. `basic` and `standard1000` to `standard4000` are the legacy
+ * plans; `essential`, `professional` and `agentic` the current ones; `test` a preview plan.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type Plan = Plans.Plan
+
+/**
+ * A key's tier: a plan, whose table gives each model's limits, or `auto`: the limits are learnt.
  *
  * @since 0.1.0
  * @category models
  */
-export type Tier = "basic" | "standard4000"
+export type Tier = Plan | "auto"
 
 /**
- * The current plans. API-FACTS gives their limits only as a range that starts at 300 requests and 300,000 tokens a
- * minute per model: a plan's limits start there and are learnt upward (or down, at a 429), see `RateLimiter.planFloor`.
+ * The plans' names, as `AIFS_TIER` takes them.
  *
  * @since 0.3.0
  * @category models
  */
-export type Plan = "essential" | "professional" | "agentic"
+export const plans: ReadonlyArray<Plan> = Plans.planNames
 
 /**
- * The current plans' names.
+ * Whether a tier names a plan.
  *
  * @since 0.3.0
  * @category models
  */
-export const plans: ReadonlyArray<Plan> = ["essential", "professional", "agentic"]
-
-/**
- * Whether a tier names a current plan.
- *
- * @since 0.3.0
- * @category models
- */
-export const isPlan = (tier: string | undefined): tier is Plan =>
-  (plans as ReadonlyArray<string | undefined>).includes(tier)
+export const isPlan: (tier: string | undefined) => tier is Plan = Plans.isPlan
 
 /**
  * The resolved configuration.
@@ -130,8 +131,8 @@ export declare namespace ClientConfig {
     readonly queueUrl: string
     /** Interface version. */
     readonly apiVersion: ApiVersion
-    /** Quota tier of the key, its plan, or `auto`: its limits are learnt. */
-    readonly tier: Tier | Plan | "auto"
+    /** The key's plan (its table gives each model's limits), or `auto`: its limits are learnt. */
+    readonly tier: Tier
     /** Retries after the first attempt. */
     readonly maxRetries: number
     /** Time limit of one attempt, from sending to the last byte of the body (for streams: the end). */
@@ -173,10 +174,10 @@ export interface Options {
   /** Interface version (default `1.1.0`). */
   readonly apiVersion?: ApiVersion | undefined
   /**
-   * Quota tier: `auto` (the default) learns the limits from the server; `basic` or `standard4000` are presets; a
-   * current plan (`essential`, `professional`, `agentic`) starts from the plans' documented floor and learns from there.
+   * The key's plan (`basic`, `standard1000`-`standard4000`, `essential`, `professional`, `agentic`): each model's
+   * limits from the plan's table, those the table lacks learnt; or `auto` (the default): every limit learnt.
    */
-  readonly tier?: Tier | Plan | "auto" | undefined
+  readonly tier?: Tier | undefined
   /** Retries after the first attempt (default 6). */
   readonly maxRetries?: number | undefined
   /** Time limit of one attempt, body or stream included (default 10 minutes: long generations are slow). */
@@ -389,7 +390,7 @@ export const settingsFromEnv: Config.Config<Omit<Options, "apiKey">> = Config.al
   v1Url: Config.option(httpUrl("AIFS_V1_URL")).pipe(Config.map(Option.getOrUndefined)),
   queueUrl: Config.option(httpUrl("AIFS_QUEUE_URL")).pipe(Config.map(Option.getOrUndefined)),
   apiVersion: Config.literal("1.1.0", "1.0.0")("AIFS_API_VERSION").pipe(Config.withDefault("1.1.0" as const)),
-  tier: Config.literal("basic", "standard4000", ...plans, "auto")("AIFS_TIER").pipe(
+  tier: Config.literal(...Plans.planNames, "auto")("AIFS_TIER").pipe(
     Config.withDefault("auto" as const)
   ),
   maxRetries: Config.integer("AIFS_MAX_RETRIES").pipe(

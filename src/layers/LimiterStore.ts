@@ -16,16 +16,17 @@
  * import * as TestClock from "effect/TestClock"
  * import * as TestContext from "effect/TestContext"
  *
- * // a sliding-window log: never more than the limit in any interval of the window's length
+ * // a sliding-window log: never more than the limit in any interval of the window's length, in every budget
  * const store = LimiterStore.makeMemory()
- * const limits = { requests: 2, tokens: 10_000, windowMs: 60_000 }
+ * const limits = { requests: 2, input: 10_000, output: 5_000, tokens: 15_000, windowMs: 60_000 }
+ * const request = { requests: 1, input: 100, output: 50, tokens: 150 }
  *
  * const program = Effect.gen(function*() {
- *   const first = yield* store.reserve("my-key:gpt-4o", 100, limits)
+ *   const first = yield* store.reserve("my-key:gpt-4o", request, limits)
  *   yield* TestClock.adjust("1 second")
- *   const second = yield* store.reserve("my-key:gpt-4o", 100, limits)
+ *   const second = yield* store.reserve("my-key:gpt-4o", request, limits)
  *   yield* TestClock.adjust("1 second")
- *   const third = yield* store.reserve("my-key:gpt-4o", 100, limits)
+ *   const third = yield* store.reserve("my-key:gpt-4o", request, limits)
  *   return [first._tag, second._tag, third._tag === "Wait" ? `wait ${third.waitMs} ms` : third._tag]
  * })
  *
@@ -45,35 +46,38 @@ import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { type Amounts, dimensions } from "../internal/budgets.js"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
 import type { LimiterUnavailable } from "../schemas/Errors.js"
 
 /**
- * The limits a reservation is checked against.
+ * An amount of each budget: requests, input tokens, output tokens, and combined tokens (input and output together,
+ * the budget the `x-ratelimit-*-tokens` headers speak of).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type Budgets = Amounts
+
+/**
+ * The limits a reservation is checked against: each budget per window (`Number.MAX_SAFE_INTEGER` where none is
+ * known), and how long an entry counts.
  *
  * @since 0.1.0
  * @category models
  */
-export interface Limits {
-  /** Requests per window. */
-  readonly requests: number
-  /** Tokens per window. */
-  readonly tokens: number
+export interface Limits extends Budgets {
   /** How long an entry counts, in milliseconds (the window plus the safety margin). */
   readonly windowMs: number
 }
 
 /**
- * What a bucket holds right now.
+ * What a bucket holds right now: each budget counted in the window.
  *
  * @since 0.1.0
  * @category models
  */
-export interface Usage {
-  /** Requests counted in the window. */
-  readonly requests: number
-  /** Tokens counted in the window. */
-  readonly tokens: number
+export interface Usage extends Budgets {
   /** Milliseconds until the oldest entry leaves the window (0 when empty). */
   readonly nextExpiryMs: number
 }
@@ -113,24 +117,18 @@ export interface ServerCount {
 }
 
 /**
- * The limits learnt for a bucket when its plan is unknown (`tier: "auto"`), kept in the store so that every process
- * on it, and the next run, starts from them.
+ * The limits learnt for a bucket whose limits nobody gave (`tier: "auto"`, or a model its plan's table lacks), kept in
+ * the store once confirmed, so that every process on it, and the next run, starts from them.
  *
  * @since 0.3.0
  * @category models
  */
-export interface LearntLimits {
-  /** Requests per window, when learnt. */
-  readonly requests?: number | undefined
-  /** Tokens per window, when learnt. */
-  readonly tokens?: number | undefined
-}
+export type LearntLimits = { readonly [D in keyof Budgets]?: number | undefined }
+
+const count = Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
 
 /** Learnt limits as kept: whole positive numbers, each optional. */
-const learntFields = {
-  requests: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
-  tokens: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
-}
+const learntFields = { requests: count, input: count, output: count, tokens: count }
 
 const LearntLimitsJson = Schema.parseJson(Schema.Struct(learntFields))
 
@@ -207,26 +205,26 @@ export declare namespace LimiterStore {
    */
   export interface Service {
     /**
-     * If one request of `tokens` fits in the bucket now, and no other waiter is ahead of `waiter` in the bucket's
-     * line, counts it; else says how long to wait and keeps `waiter`'s place in the line (first come, first
-     * served across every process on the store). Without `waiter`, the line is not consulted. With `more` (the
+     * If one request costing `request` fits every budget of the bucket now, and no other waiter is ahead of `waiter`
+     * in the bucket's line, counts it; else says how long to wait and keeps `waiter`'s place in the line (first come,
+     * first served across every process on the store). Without `waiter`, the line is not consulted. With `more` (the
      * waiter has another request to send after this one), an admitted waiter keeps a place at the back of the line
      * when others wait, so that its next request need not ask only to be told to queue.
      */
     readonly reserve:
       & ((
         bucket: string,
-        tokens: number,
+        request: Budgets,
         limits: Limits,
         waiter?: string,
         more?: boolean
       ) => Effect.Effect<Reservation, LimiterUnavailable>)
       & { readonly now?: ReserveNow | undefined }
-    /** Sets the tokens of a counted entry (reconciling with the real usage). */
+    /** Sets the token budgets of a counted entry (reconciling with the real usage); its request stays counted. */
     readonly adjust: (
       bucket: string,
       id: number,
-      tokens: number,
+      tokens: Budgets,
       windowMs: number
     ) => Effect.Effect<Usage, LimiterUnavailable>
     /** Removes a counted entry (the server never counted that request). */
@@ -240,8 +238,8 @@ export declare namespace LimiterStore {
       & { readonly now?: RestampNow | undefined }
     /**
      * Counts what the server counted beyond the store's count (another client on the key, requests the server
-     * received late): raises the window's requests and tokens to at least the server's, the added usage dated
-     * as long ago as the server's oldest.
+     * received late): raises the window's requests and combined tokens to at least the server's, the added usage
+     * dated as long ago as the server's oldest.
      */
     readonly topUp: (bucket: string, count: ServerCount, windowMs: number) => Effect.Effect<Usage, LimiterUnavailable>
     /** The bucket's usage now. */
@@ -279,7 +277,7 @@ export declare namespace LimiterStore {
 
   /**
    * `reserve` answered at once, for a store that keeps its count in this process and reads the caller's clock (`now`
-   * is the caller's time): counts one request of `tokens` if it fits now and nobody waits in the bucket's line, else
+   * is the caller's time): counts one request of `request` if it fits now and nobody waits in the bucket's line, else
    * changes nothing and returns `undefined` (ask `reserve`). It is a property of the `reserve` function it answers
    * for (`reserve.now`): a store that wraps another's `reserve` leaves it behind. The limiter admits a request to an
    * idle bucket in one step with it.
@@ -289,7 +287,7 @@ export declare namespace LimiterStore {
    */
   export type ReserveNow = (
     bucket: string,
-    tokens: number,
+    request: Budgets,
     limits: Limits,
     now: number
   ) => Extract<Reservation, { readonly _tag: "Admitted" }> | undefined
@@ -307,7 +305,6 @@ export declare namespace LimiterStore {
 
 interface Entry extends SlidingWindowLog.Entry {
   readonly id: number
-  tokens: number
 }
 
 interface Waiter {
@@ -325,12 +322,11 @@ interface Bucket {
 
 const usageOf = (entries: SlidingWindowLog.Log<Entry>, now: number, windowMs: number): Usage => {
   const first = entries.first()
-  return {
-    requests: entries.requests,
-    tokens: entries.tokens,
-    nextExpiryMs: first === undefined ? 0 : first.at + windowMs - now
-  }
+  return { ...entries.totals, nextExpiryMs: first === undefined ? 0 : first.at + windowMs - now }
 }
+
+/** Whether a request can never fit: one of its budgets is above the limit. */
+const tooLarge = (request: Budgets, limits: Limits): boolean => dimensions.some((d) => request[d] > limits[d])
 
 /**
  * How long `waiter` waits: its own wait when it is first in line (or uses no line); behind another, until that one
@@ -402,42 +398,40 @@ export const makeMemory = (): LimiterStore.Infallible => {
       ([[a, freed], bucket]) => freed ? Effect.as(release(bucket), a) : Effect.succeed(a)
     )
   const entryOf = (bucket: Bucket, id: number) => bucket.entries.findLast((e) => e.id === id)
-  /** Counts one request of `tokens` at `now`. */
-  const admit = ({ entries }: Bucket, tokens: number, now: number, windowMs: number) => {
+  /** Counts one request costing `request` at `now`. */
+  const admit = ({ entries }: Bucket, request: Budgets, now: number, windowMs: number) => {
     const id = ++nextId
-    entries.insert({ id, at: now, requests: 1, tokens })
+    entries.insert({ ...request, id, at: now })
     return { _tag: "Admitted" as const, id, usage: usageOf(entries, now, windowMs) }
   }
 
-  const reserveNow: LimiterStore.ReserveNow = (name, tokens, limits, now) => {
+  const reserveNow: LimiterStore.ReserveNow = (name, request, limits, now) => {
     const bucket = prunedAt(name, limits.windowMs, now)
-    if (bucket.waiters.length > 0 || tokens > limits.tokens) return undefined
-    const { requestsWaitMs, tokensWaitMs } = bucket.entries.waitFor(now, tokens, limits)
-    return requestsWaitMs > 0 || tokensWaitMs > 0 ? undefined : admit(bucket, tokens, now, limits.windowMs)
+    if (bucket.waiters.length > 0 || tooLarge(request, limits)) return undefined
+    const waits = bucket.entries.waitFor(now, request, limits, limits.windowMs)
+    return SlidingWindowLog.longest(waits) > 0 ? undefined : admit(bucket, request, now, limits.windowMs)
   }
 
   const restampNow: LimiterStore.RestampNow = (name, id, windowMs, now) => {
     const bucket = prunedAt(name, windowMs, now)
     const entry = entryOf(bucket, id)
-    if (entry !== undefined && entry.at < now && bucket.entries.remove(entry)) {
-      bucket.entries.insert({ ...entry, at: now })
-    }
+    if (entry !== undefined && entry.at < now) bucket.entries.replace(entry, { ...entry, at: now })
     return usageOf(bucket.entries, now, windowMs)
   }
 
   return {
     reserve: Object.assign(
-      (name: string, tokens: number, limits: Limits, waiter?: string, more?: boolean) =>
+      (name: string, request: Budgets, limits: Limits, waiter?: string, more?: boolean) =>
         andRelease(name, limits.windowMs, (bucket, now): [Reservation, boolean] => {
           const { entries, waiters } = bucket
           const place = waiter === undefined ? -1 : waiters.findIndex((w) => w.id === waiter)
-          if (tokens > limits.tokens) {
+          if (tooLarge(request, limits)) {
             if (place >= 0) waiters.splice(place, 1)
             dropLate(waiters, now)
             return [{ _tag: "TooLarge" }, place === 0]
           }
-          const { requestsWaitMs, tokensWaitMs } = entries.waitFor(now, tokens, limits)
-          const waitMs = waitInLine(waiters, waiter, now, Math.max(requestsWaitMs, tokensWaitMs))
+          const waits = entries.waitFor(now, request, limits, limits.windowMs)
+          const waitMs = waitInLine(waiters, waiter, now, SlidingWindowLog.longest(waits))
           if (waitMs > 0) {
             if (place >= 0) waiters[place]!.comeBack = now + waitMs
             else if (waiter !== undefined) waiters.push({ id: waiter, comeBack: now + waitMs })
@@ -446,7 +440,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
           if (place >= 0) waiters.splice(place, 1)
           // the waiter woken, or queued behind, is one still there
           dropLate(waiters, now)
-          const admitted = admit(bucket, tokens, now, limits.windowMs)
+          const admitted = admit(bucket, request, now, limits.windowMs)
           const first = waiters[0]
           if (!more || waiter === undefined || first === undefined) return [admitted, place === 0]
           const queuedMs = waitInLine(waiters, waiter, now, 0)
@@ -458,8 +452,10 @@ export const makeMemory = (): LimiterStore.Infallible => {
     adjust: (name, id, tokens, windowMs) =>
       andRelease(name, windowMs, (bucket, now): [Usage, boolean] => {
         const entry = entryOf(bucket, id)
-        const lowered = entry !== undefined && tokens < entry.tokens
-        if (entry !== undefined) bucket.entries.setTokens(entry, tokens)
+        if (entry === undefined) return [usageOf(bucket.entries, now, windowMs), false]
+        const next = { ...entry, input: tokens.input, output: tokens.output, tokens: tokens.tokens }
+        const lowered = next.input < entry.input || next.output < entry.output || next.tokens < entry.tokens
+        bucket.entries.replace(entry, next)
         return [usageOf(bucket.entries, now, windowMs), lowered]
       }),
     remove: (name, id, windowMs) =>
@@ -478,8 +474,9 @@ export const makeMemory = (): LimiterStore.Infallible => {
         const before = usageOf(entries, now, windowMs)
         const requests = count.requests - before.requests
         const tokens = count.tokens - before.tokens
-        if (requests > 0) entries.insert({ id: ++nextId, at: now - count.requestsAgeMs, requests, tokens: 0 })
-        if (tokens > 0) entries.insert({ id: ++nextId, at: now - count.tokensAgeMs, requests: 0, tokens })
+        const at = (ageMs: number) => ({ id: ++nextId, at: now - ageMs, input: 0, output: 0 })
+        if (requests > 0) entries.insert({ ...at(count.requestsAgeMs), requests, tokens: 0 })
+        if (tokens > 0) entries.insert({ ...at(count.tokensAgeMs), requests: 0, tokens })
         entries.prune(now, windowMs)
         return usageOf(entries, now, windowMs)
       }),
@@ -534,12 +531,15 @@ const CachedModel = Schema.Struct({
   learntAt: Schema.Number
 })
 
+/** Version 2 keeps each budget; a file of version 1 (requests and one token limit) is not read. */
 const CacheFile = Schema.parseJson(Schema.Struct({
-  version: Schema.Literal(1),
+  version: Schema.Literal(2),
   models: Schema.Record({ key: Schema.String, value: CachedModel })
 }))
 
 type CacheFile = typeof CacheFile.Type
+
+const earlierVersion = /^\s*\{\s*"version"\s*:\s*1\s*,/
 
 /**
  * The memory store, with the limits it learns kept in a small file per key in `directory` (`limits-<fingerprint>.json`,
@@ -594,7 +594,10 @@ export const layerMemoryCached = (
           const cached = files.get(file)
           if (cached !== undefined) return Effect.succeed(cached)
           return fs.readFileString(file).pipe(
-            Effect.flatMap(Schema.decode(CacheFile)),
+            // a file of an earlier version held limits learnt by rules since mended: replaced, not warned about
+            Effect.flatMap((text) =>
+              earlierVersion.test(text) ? Effect.succeed({ models: {} }) : Schema.decode(CacheFile)(text)
+            ),
             Effect.map((content) => content.models),
             Effect.catchAll((error) =>
               error._tag === "SystemError" && error.reason === "NotFound"
@@ -620,7 +623,7 @@ export const layerMemoryCached = (
           const entry = (yield* load(file))[model]
           const now = yield* Clock.currentTimeMillis
           if (entry === undefined || now - entry.learntAt > learntLifetimeSeconds * 1000) return undefined
-          const limits = { requests: entry.requests, tokens: entry.tokens }
+          const { learntAt: _, ...limits } = entry
           yield* memory.keepLearnt(bucket, limits)
           return limits
         })
@@ -631,7 +634,7 @@ export const layerMemoryCached = (
           const learntAt = yield* Clock.currentTimeMillis
           const models = { ...(yield* load(file)), [model]: { ...limits, learntAt } }
           files.set(file, models)
-          const text = JSON.stringify({ version: 1, models } satisfies CacheFile, null, 2)
+          const text = JSON.stringify({ version: 2, models } satisfies CacheFile, null, 2)
           // a whole file or none: written aside, then renamed over the old one
           const aside = `${file}.${crypto.randomUUID()}.tmp`
           yield* fs.makeDirectory(directory, { recursive: true }).pipe(

@@ -347,7 +347,9 @@ const customLimits = (options: LayerEmulatorOptions): Record<string, Partial<Rat
   const learning = (tier: string | undefined) => tier === "auto" || ClientConfig.isPlan(tier)
   const auto = learning(options.client?.tier) || (options.rateLimiter !== false && learning(options.rateLimiter?.tier))
   if (quota === undefined || auto) return undefined
-  return Object.fromEntries(Emulator.models.map((model) => [model, { rpm: quota.rpm, tpm: quota.tpm }]))
+  // a tier may leave the combined budget out (input and output alone): the limiter is then told requests only
+  const limits = { rpm: quota.rpm, ...(quota.tpm === undefined ? {} : { tpm: quota.tpm }) }
+  return Object.fromEntries(Emulator.models.map((model) => [model, limits]))
 }
 
 /**

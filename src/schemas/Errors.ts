@@ -365,9 +365,11 @@ export class RequestTooLarge extends Schema.TaggedError<RequestTooLarge>()("Requ
   status: Schema.optional(Schema.Number),
   /** The model. */
   model: Schema.optional(Schema.String),
-  /** Tokens the request needs (estimated input plus the output cap). */
+  /** The budget it can never fit: `input` tokens, `output` tokens, or combined `tokens`. */
+  budget: Schema.optional(Schema.Literal("requests", "input", "output", "tokens")),
+  /** What the request needs of that budget (its estimated input, its output cap, or their sum). */
   requested: Schema.optional(Schema.Number),
-  /** Tokens the quota allows per window. */
+  /** What the quota allows of that budget per window. */
   limit: Schema.optional(Schema.Number)
 }) {
   /** Never retried: lower `max_tokens` or shorten the input. */

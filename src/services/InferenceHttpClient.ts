@@ -51,7 +51,10 @@ export type Base = "v2" | "v1" | "queue"
 export interface RequestOptions {
   /** The base to resolve the relative URL against (default `v2`). */
   readonly base?: Base | undefined
-  /** The model the request is for (rate limits are per model). */
+  /**
+   * The model the request is for: rate limits are per model, and a request that names none is not limited. What it
+   * costs the limiter is estimated from `span.params` (the operation's parameters), never from the body.
+   */
   readonly model?: string | undefined
   /** Set to `false` for requests that must not be sent twice (or whose body is a one-shot stream). */
   readonly retry?: boolean | undefined

@@ -1,13 +1,15 @@
 /**
  * A stop closes the limiter's line: `aifs batch` stopped while its requests wait for the quota window sends none of
  * them during the grace, even when the window frees within it (as a child process against an emulator whose window is
- * shorter than the grace); a rerun sends each of the rest once.
+ * shorter than the grace); a rerun sends each of the rest once. A key whose monthly budget runs out stops the run too:
+ * the lines refused for it are not written, exit 3, and a rerun once the budget allows sends them.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Emulator from "../../src/emulator/Emulator.js"
+import { budgetReachedDetail } from "../../src/emulator/spend.js"
 import { aifs, aifsRunning } from "../helpers/cli.js"
 import { tempDir } from "../helpers/tempDir.js"
 
@@ -19,6 +21,25 @@ const outputIds = (file: string): Array<string> =>
     ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l).custom_id)
     : []
 
+/** The result lines of `file`: each one's custom_id and error code (null for an answer). */
+const outputErrors = (file: string): Array<readonly [string, string | null]> =>
+  fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "").map((l) => {
+    const line = JSON.parse(l) as { custom_id: string; error: { code: string } | null }
+    return [line.custom_id, line.error?.code ?? null] as const
+  })
+
+/** `count` chat lines `${prefix}0`, `${prefix}1`, ... to Llama, five output tokens each, written to `input`. */
+const chatLines = (input: string, prefix: string, count: number) =>
+  fs.writeFileSync(
+    input,
+    Array.from({ length: count }, (_, i) =>
+      JSON.stringify({
+        custom_id: `${prefix}${i}`,
+        url: "/v1/chat/completions",
+        body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 5 }
+      })).join("\n") + "\n"
+  )
+
 describe("aifs batch, stopped while its requests wait in the limiter's line", { timeout: 90_000 }, () => {
   it.scopedLive("none of them is sent in the grace, though the window frees in it; a rerun sends the rest once", () =>
     Effect.gen(function*() {
@@ -26,15 +47,7 @@ describe("aifs batch, stopped while its requests wait in the limiter's line", { 
       const dir = yield* tempDir("aifs-stop-")
       const input = path.join(dir, "in.jsonl")
       const output = path.join(dir, "out.jsonl")
-      fs.writeFileSync(
-        input,
-        Array.from({ length: lines }, (_, i) =>
-          JSON.stringify({
-            custom_id: `s${i}`,
-            url: "/v1/chat/completions",
-            body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 5 }
-          })).join("\n") + "\n"
-      )
+      chatLines(input, "s", lines)
       // 4 requests per 2-second window, known to the client: the 5th and later wait in its line
       const env = {
         AIFS_API_KEY: key,
@@ -65,5 +78,59 @@ describe("aifs batch, stopped while its requests wait in the limiter's line", { 
       window: "2 seconds",
       tiers: { tiny: { rpm: 4, tpm: 1_000_000 } },
       keys: [{ key, tier: "tiny" }]
+    }))))
+})
+
+const spentKey = "gen-abatchwhosekeyspendsitsmonthlybudgetmidway00000000"
+const raisedKey = "gen-abatchrerunonakeywhosebudgetallowsit00000000000000"
+
+describe("aifs batch, when the key's monthly budget runs out", { timeout: 90_000 }, () => {
+  it.scopedLive("stops: the refused lines are not written, exit 3 with the rerun's command; a rerun sends them", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      const dir = yield* tempDir("aifs-budget-")
+      const input = path.join(dir, "in.jsonl")
+      const output = path.join(dir, "out.jsonl")
+      chatLines(input, "b", lines)
+      // one line at a time: the run stops at the first refusal, so the server sees the answered lines and that one
+      const run = yield* aifs(["batch", input, "--out", output, "--concurrency", "1"], {
+        AIFS_API_KEY: spentKey,
+        AIFS_BASE_URL: emulator.baseUrl
+      })
+      assert.strictEqual(run.code, 3, run.stderr)
+      const written = outputErrors(output)
+      const answered = written.length
+      assert.isAtLeast(answered, 1, run.stderr)
+      assert.isBelow(answered, lines, run.stderr)
+      // only answers: no line refused for the budget is written (a rerun sends it)
+      assert.deepStrictEqual(written, Array.from({ length: answered }, (_, i) => [`b${i}`, null] as const))
+      assert.strictEqual((yield* emulator.stats).received, answered + 1, "nothing sent after the refusal, no retry")
+      const left = lines - answered
+      assert.include(
+        run.stderr,
+        `aifs batch: stopped: the key's monthly budget is spent (${budgetReachedDetail}); ${left} lines are left ` +
+          `for a rerun once it is raised: aifs batch ${input} --out ${output}`
+      )
+
+      // a key whose budget allows it: the rerun sends exactly the lines left, and every line is answered once
+      const rerun = yield* aifs(["batch", input, "--out", output, "--concurrency", "1"], {
+        AIFS_API_KEY: raisedKey,
+        AIFS_BASE_URL: emulator.baseUrl
+      })
+      assert.strictEqual(rerun.code, 0, rerun.stderr)
+      assert.include(rerun.stderr, `${left} succeeded, 0 failed`)
+      assert.strictEqual((yield* emulator.stats).received, answered + 1 + left)
+      const all = outputErrors(output)
+      assert.deepStrictEqual(
+        [...all].sort(([a], [b]) => Number(a.slice(1)) - Number(b.slice(1))),
+        Array.from({ length: lines }, (_, i) => [`b${i}`, null] as const)
+      )
+    }).pipe(Effect.provide(Emulator.layer({
+      // a custom tier is priced at 1 EUR a million tokens (`defaultPrices`): a budget of 50 tokens, a few requests
+      tiers: { roomy: { rpm: 1_000, tpm: 1_000_000 } },
+      keys: [
+        { key: spentKey, tier: "roomy", monthlyBudget: { eur: 0.00005 } },
+        { key: raisedKey, tier: "roomy" }
+      ]
     }))))
 })

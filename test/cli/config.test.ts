@@ -62,7 +62,11 @@ describe("aifs: configuration that cannot work", { timeout: 60_000 }, () => {
       usageFailure(yield* aifs(["models"], { AIFS_LIMITS: "gpt-4.1=100" }), "AIFS_LIMITS", "gpt-4.1=100")
       const limits = yield* aifs(["limits", "--model", "gpt-4.1"], { AIFS_LIMITS: "gpt-4.1=100/30000" })
       assert.strictEqual(limits.code, 0, limits.stderr)
-      assert.include(limits.stdout, "100 requests (configured), 30000 tokens (configured)")
+      // requests and the combined budget as configured; the input and output budgets stay the plan's (standard4000)
+      assert.match(
+        limits.stdout,
+        /^gpt-4\.1\t.*\tlimits 100 requests \(configured\), \d+ input tokens \(plan\), \d+ output tokens \(plan\), 30000 tokens \(configured\)\t/m
+      )
     }))
 
   it.live("a flag below its least value is exit 2 naming the flag and the value, before any client starts", () =>

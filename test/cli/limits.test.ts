@@ -5,13 +5,14 @@
 import { assert, describe, inject, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Emulator from "../../src/emulator/Emulator.js"
+import type * as RateLimiter from "../../src/layers/RateLimiter.js"
 import { aifs } from "../helpers/cli.js"
 
 const url = inject("redisUrl")
 
 interface Limits {
   readonly tier: string
-  readonly buckets: ReadonlyArray<{ model: string; limitRequests: number; usedRequests: number; fromHeaders: boolean }>
+  readonly buckets: ReadonlyArray<RateLimiter.BucketState>
 }
 
 describe("aifs limits", { timeout: 60_000 }, () => {
@@ -21,9 +22,20 @@ describe("aifs limits", { timeout: 60_000 }, () => {
       assert.strictEqual(run.code, 0, run.stderr)
       const lines = run.stdout.trim().split("\n")
       assert.match(lines[0]!, /^tier standard4000, key key#[0-9a-f]{8}$/)
-      assert.deepStrictEqual(lines.slice(1).map((line) => line.split("\t").slice(0, 3)), [
-        ["Llama-3.3-70B-Instruct", "0 requests, 0 tokens used", "limits 600 requests (preset), 150000 tokens (preset)"],
-        ["text-embedding-bge-m3", "0 requests, 0 tokens used", "limits 600 requests (preset), 150000 tokens (preset)"]
+      // each model's row of the standard4000 plan's table: requests, input and output tokens, no combined budget
+      assert.deepStrictEqual(lines.slice(1).map((line) => line.split("\t")), [
+        [
+          "Llama-3.3-70B-Instruct",
+          "0 requests, 0 in, 0 out used",
+          "limits 600 requests (plan), 138000 input tokens (plan), 50000 output tokens (plan)",
+          "window empty"
+        ],
+        [
+          "text-embedding-bge-m3",
+          "0 requests, 0 in, 0 out used",
+          "limits 600 requests (plan), 600000 input tokens (plan), 600000 output tokens (plan)",
+          "window empty"
+        ]
       ])
     }))
 
@@ -46,7 +58,10 @@ describe("aifs limits", { timeout: 60_000 }, () => {
         const limits = JSON.parse(run.stdout) as Limits
         assert.strictEqual(limits.tier, "standard4000")
         assert.strictEqual(limits.buckets.length, 1)
-        assert.strictEqual(limits.buckets[0]!.usedRequests, 2)
+        const [bucket] = limits.buckets
+        assert.strictEqual(bucket!.budgets.requests.used, 2)
+        assert.isAbove(bucket!.budgets.input.used, 0)
+        assert.deepStrictEqual(bucket!.budgets.requests, { limit: 600, source: "plan", used: 2 })
       }).pipe(Effect.provide(Emulator.layer({ port: 0 })))
   )
 })

@@ -15,8 +15,12 @@ import * as RateLimiter from "../../src/layers/RateLimiter.js"
 export const limiterWith = (options: RateLimiter.Options) =>
   Effect.provide(RateLimiter.RateLimiter, RateLimiter.layer({ margin: 0, ...options }))
 
-/** A request of `tokens` on key `key#1` and `model`. */
-export const ticket = (tokens = 10, model = "m") => ({ key: "key#1", model, tokens })
+/**
+ * A request of `tokens` input tokens on key `key#1` and `model` (no output reserved unless `output` is given): it costs
+ * `tokens` of the input budget and of the combined `tokens` budget, as the old `{ tokens }` ticket did.
+ */
+export const ticket = (tokens = 10, model = "m", output?: number): RateLimiter.Ticket =>
+  output === undefined ? { key: "key#1", model, input: tokens } : { key: "key#1", model, input: tokens, output }
 
 /** Lets every fiber that can run do so (a bounded number of yields). */
 export const runReady = Effect.gen(function*() {

@@ -7,7 +7,7 @@ import * as Layer from "effect/Layer"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as TokenEstimator from "../../src/layers/TokenEstimator.js"
-import type { LimiterUnavailable, RequestTooLarge } from "../../src/schemas/Errors.js"
+import type { RequestTooLarge } from "../../src/schemas/Errors.js"
 
 /** The memory store, with the operations `patch` returns in place of its own (it is given the original). */
 export const memoryStoreWith = (
@@ -53,8 +53,14 @@ export const limiterOn = (
 ): Layer.Layer<RateLimiter.RateLimiter> =>
   RateLimiter.layerWith(options).pipe(Layer.provide(Layer.merge(store, TokenEstimator.layer)))
 
-/** The refusal of an `acquire` on a store that cannot be unavailable (the memory store): a `RequestTooLarge`. */
+/**
+ * The refusal of an `acquire` on a store that cannot be unavailable (the memory store) and a key whose budget is not
+ * spent: a `RequestTooLarge` (any other refusal is a defect of the test).
+ */
 export const refusal = <A, R>(
-  effect: Effect.Effect<A, RequestTooLarge | LimiterUnavailable, R>
+  effect: Effect.Effect<A, RateLimiter.Refusal, R>
 ): Effect.Effect<RequestTooLarge, A, R> =>
-  Effect.flip(Effect.catchTag(effect, "LimiterUnavailable", (error) => Effect.die(error)))
+  Effect.flip(Effect.catchTags(effect, {
+    LimiterUnavailable: (error) => Effect.die(error),
+    QuotaExceeded: (error) => Effect.die(error)
+  }))

@@ -69,8 +69,8 @@ describe("the proactive rate limiter against the emulator", () => {
       assert.strictEqual((yield* count(ClientMetrics.rateLimited)) - before, 0)
       // the limits the proprietary models sent were learnt
       const states = yield* (yield* RateLimiter.RateLimiter).snapshot
-      assert.isTrue(states.find((s) => s.model === "gpt-4o")?.fromHeaders)
-      assert.isFalse(states.find((s) => s.model === "Llama-3.3-70B-Instruct")?.fromHeaders)
+      assert.strictEqual(states.find((s) => s.model === "gpt-4o")?.budgets.requests.source, "header")
+      assert.strictEqual(states.find((s) => s.model === "Llama-3.3-70B-Instruct")?.budgets.requests.source, "plan")
     }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "6 seconds", rateLimiter: { margin: 0 } }))))
 
   it.effect("with queue routing, a request over the local budget goes to the queue instead of waiting", () =>
@@ -186,7 +186,13 @@ describe("the proactive rate limiter against the emulator", () => {
       assert.strictEqual(span?.attributes.get("error.type"), "RequestTooLarge")
       assert.strictEqual(error._tag, "RequestTooLarge")
       // refused by the client: no status (the server's own refusal would carry its 429)
-      if (error._tag === "RequestTooLarge") assert.isUndefined(error.status)
+      if (error._tag === "RequestTooLarge") {
+        assert.isUndefined(error.status)
+        // basic's Llama row allows 5,000 output tokens a window: the 20,000 reserved can never fit it
+        assert.strictEqual(error.budget, "output")
+        assert.strictEqual(error.requested, 20_000)
+        assert.strictEqual(error.limit, 5_000)
+      }
       assert.strictEqual((yield* count(ClientMetrics.limiterAdmitted)) - before, 0)
     }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic" })))
   })

@@ -15,6 +15,7 @@ const basic = () =>
   Testing.layerEmulator({ tier: "basic", window: "10 seconds", client: { maxRetries: 0 }, rateLimiter: false })
 
 describe("rate-limit headers", () => {
+  // basic's table holds only open-source models: its proprietary ones are metered by the seed quota, 20 / 18,750
   it.effect("a proprietary model reports the basic quota, and what remains goes down request by request", () =>
     Effect.gen(function*() {
       const chat = yield* Chat.Chat
@@ -82,12 +83,19 @@ describe("rate-limit headers", () => {
       assert.isFalse(bge.response.rateLimit.hasLimitHeaders)
     }).pipe(Effect.provide(basic())))
 
-  it.effect("a standard4000 key reports its own quota", () =>
+  it.effect("a standard4000 key reports its plan's row for the model, and the seed quota where the plan has none", () =>
     Effect.gen(function*() {
       const chat = yield* Chat.Chat
-      const { response } = yield* chat.createWithResponse(ask("o4-mini", "Hello"))
-      assert.strictEqual(response.rateLimit.limitRequests, 600)
-      assert.strictEqual(response.rateLimit.limitTokens, 150_000)
-      assert.strictEqual(response.rateLimit.remainingRequests, 599)
+      const { response, value } = yield* chat.createWithResponse(ask("o4-mini", "Hello"))
+      // o4-mini on standard4000: 10,000 requests, 10M input and 10M output tokens; the tokens headers sum the two
+      assert.strictEqual(response.rateLimit.limitRequests, 10_000)
+      assert.strictEqual(response.rateLimit.limitTokens, 20_000_000)
+      assert.strictEqual(response.rateLimit.remainingRequests, 9_999)
+      assert.strictEqual(response.rateLimit.remainingTokens, 20_000_000 - (value.usage?.total_tokens ?? 0))
+      // standard4000's table has no ada-002: the seed quota, 600 requests and 150,000 tokens combined
+      const embeddings = yield* Embeddings.Embeddings
+      const ada = yield* embeddings.createWithResponse({ model: "text-embedding-ada-002", input: "a b c" })
+      assert.strictEqual(ada.response.rateLimit.limitRequests, 600)
+      assert.strictEqual(ada.response.rateLimit.limitTokens, 150_000)
     }).pipe(Effect.provide(Testing.layerEmulator({ tier: "standard4000" }))))
 })

@@ -248,7 +248,7 @@ describe("interruption", () => {
       const state = (yield* limiter.snapshot).find((m) => m.model === model)
       assert.strictEqual(state?.waiting, 0, "no caller left waiting")
       // the twenty the server had received stay counted (it may hold them); the five that never left do not
-      assert.strictEqual(state?.usedRequests, 20)
+      assert.strictEqual(state?.budgets.requests.used, 20)
     }).pipe(Effect.provide(
       Layer.fresh(basic({ streamChunkDelay: "1 second", client: { maxRetries: 0 }, rateLimiter: {} }))
     )))
@@ -355,7 +355,8 @@ describe("a stream ends at its terminator or its error, not at the connection's 
 describe("what a failed attempt leaves in the limiter", () => {
   const used = Effect.flatMap(
     RateLimiter,
-    (limiter) => Effect.map(limiter.snapshot, (states) => states.find((s) => s.model === model)?.usedRequests ?? 0)
+    (limiter) =>
+      Effect.map(limiter.snapshot, (states) => states.find((s) => s.model === model)?.budgets.requests.used ?? 0)
   )
 
   it.effect("a connection dropped after sending stays counted (the server may hold the request)", () =>

@@ -20,9 +20,10 @@ import * as Testing from "../../src/layers/Testing.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
 import { limiterOn } from "../helpers/stores.js"
 
-const chat = HttpClientRequest.post("/chat/completions").pipe(
-  HttpClientRequest.bodyUnsafeJson({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 10 })
-)
+const params = { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 10 }
+const chat = HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson(params))
+/** As `Chat.create` sends it: the limiter counts a request by its operation's model and parameters. */
+const asChat = { model: "m", span: { name: "Chat.create", operation: "chat", params } } as const
 
 /** The transport on a server that counts what it gets, a limiter of one request a minute, and a gate on its line. */
 const stack = (sent: Array<string>, line: { open: boolean }, queueRouting = false) => {
@@ -45,7 +46,7 @@ const stack = (sent: Array<string>, line: { open: boolean }, queueRouting = fals
 
 const usedRequests = Effect.map(
   Effect.flatMap(RateLimiter.RateLimiter, (limiter) => limiter.snapshot),
-  (states) => states[0]?.usedRequests ?? 0
+  (states) => states[0]?.budgets.requests.used ?? 0
 )
 
 describe("the gate on the limiter's line", () => {
@@ -54,8 +55,8 @@ describe("the gate on the limiter's line", () => {
       const sent: Array<string> = []
       yield* Effect.gen(function*() {
         const http = yield* InferenceHttpClient
-        yield* http.json(chat, Schema.Unknown)
-        const second = yield* Effect.fork(http.json(chat, Schema.Unknown))
+        yield* http.json(chat, Schema.Unknown, asChat)
+        const second = yield* Effect.fork(http.json(chat, Schema.Unknown, asChat))
         for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
         assert.strictEqual(sent.length, 1)
         yield* TestClock.adjust("61 seconds")
@@ -70,8 +71,8 @@ describe("the gate on the limiter's line", () => {
       const line = { open: true }
       yield* Effect.gen(function*() {
         const http = yield* InferenceHttpClient
-        yield* http.json(chat, Schema.Unknown)
-        const second = yield* Effect.fork(http.json(chat, Schema.Unknown))
+        yield* http.json(chat, Schema.Unknown, asChat)
+        const second = yield* Effect.fork(http.json(chat, Schema.Unknown, asChat))
         for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
         line.open = false
         yield* TestClock.adjust("61 seconds")
@@ -92,9 +93,9 @@ describe("the gate on the limiter's line", () => {
       const line = { open: true }
       yield* Effect.gen(function*() {
         const http = yield* InferenceHttpClient
-        yield* http.json(chat, Schema.Unknown)
+        yield* http.json(chat, Schema.Unknown, asChat)
         line.open = false
-        const second = yield* Effect.fork(http.json(chat, Schema.Unknown))
+        const second = yield* Effect.fork(http.json(chat, Schema.Unknown, asChat))
         yield* TestClock.adjust("61 seconds")
         for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
         assert.isNull(second.unsafePoll())

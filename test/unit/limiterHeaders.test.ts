@@ -1,6 +1,8 @@
 /**
- * What the limiter learns from a response: limits from the `x-ratelimit-limit-*` headers, usage the server counts
- * beyond this process's (kept until the server's reset), and the bucket closed after a 429 it did not predict.
+ * What the limiter learns from a response: limits from the `x-ratelimit-limit-*` headers (requests and the combined
+ * tokens), usage the server counts beyond this process's (kept until the server's reset); and what a 429 does once
+ * its permit settles as `throttled`: at a limit it closes the bucket and widens the margin, well under every limit it
+ * is noise. The headers of a 429 alone close nothing.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
@@ -8,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
 import type * as RateLimiter from "../../src/layers/RateLimiter.js"
+import { RateLimited } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 import { limiterWith, settled, stillWaiting, ticket } from "../helpers/limiter.js"
 import { refusal } from "../helpers/stores.js"
@@ -23,6 +26,21 @@ const learnFrom = (limiter: RateLimiter.RateLimiter.Service, headers: Omit<Heade
 
 const bucket = (limiter: RateLimiter.RateLimiter.Service) =>
   Effect.map(limiter.snapshot, (states) => states.find((s) => s.model === "m")!)
+
+/** A 429 as the transport reads it, with the server's wait when it gave one. */
+const rateLimited = (retryAfter?: Duration.DurationInput) =>
+  new RateLimited({
+    message: "rate limited",
+    status: 429,
+    ...(retryAfter === undefined ? {} : { retryAfter: Duration.decode(retryAfter) })
+  })
+
+/**
+ * A request of 95,000 tokens on `m` (limits of 100,000 tokens: above nine tenths of the limit by itself) refused
+ * with a 429: a refusal at the limit. Whether the limiter paces the retry itself.
+ */
+const refusedAtLimit = (limiter: RateLimiter.RateLimiter.Service, retryAfter?: Duration.DurationInput) =>
+  Effect.flatMap(limiter.acquire(ticket(95_000)), (permit) => permit.settle("throttled", rateLimited(retryAfter)))
 
 /** Moves the clock by `ms` and tells whether `fiber` is still waiting then. */
 const waitingAfter = <A, E>(fiber: Fiber.Fiber<A, E>, ms: number) =>
@@ -46,8 +64,8 @@ describe("usage the server reports", () => {
         resetTokens: Duration.seconds(6)
       })
       const learnt = yield* bucket(limiter)
-      assert.strictEqual(learnt.usedRequests, 2)
-      assert.strictEqual(learnt.usedTokens, 600)
+      assert.strictEqual(learnt.budgets.requests.used, 2)
+      assert.strictEqual(learnt.budgets.tokens.used, 600)
       assert.strictEqual(learnt.nextResetMs, 4_200)
       yield* limiter.acquire(ticket(100))
       // the request quota is full until the first two leave; then the tokens are, until the 600 leave
@@ -82,10 +100,10 @@ describe("usage the server reports", () => {
         limits: { m: { rpm: 10, tpm: 1_000 } }
       })
       const first = yield* limiter.acquire(ticket(100))
-      yield* first.answered
+      yield* first.settle("succeeded")
       yield* TestClock.adjust("10100 millis")
       const second = yield* limiter.acquire(ticket(100))
-      yield* second.answered
+      yield* second.settle("succeeded")
       // the server computed these headers 150 ms ago, when it still counted the first request for 50 ms more
       yield* learnFrom(limiter, {
         limitRequests: 10,
@@ -96,13 +114,13 @@ describe("usage the server reports", () => {
         resetTokens: Duration.millis(50)
       })
       const state = yield* bucket(limiter)
-      assert.strictEqual(state.usedRequests, 2)
-      assert.strictEqual(state.usedTokens, 200)
+      assert.strictEqual(state.budgets.requests.used, 2)
+      assert.strictEqual(state.budgets.tokens.used, 200)
       // the first request leaves at its own time, the window plus the margin after it was answered
       yield* TestClock.adjust("100 millis")
       const later = yield* bucket(limiter)
-      assert.strictEqual(later.usedRequests, 1)
-      assert.strictEqual(later.usedTokens, 100)
+      assert.strictEqual(later.budgets.requests.used, 1)
+      assert.strictEqual(later.budgets.tokens.used, 100)
     }))
 
   it.effect("a server that counts no more than this process sent adds nothing", () =>
@@ -115,12 +133,16 @@ describe("usage the server reports", () => {
       const limits = { limitRequests: 10, limitTokens: 1_000, resetRequests: Duration.millis(0) }
       yield* learnFrom(limiter, { ...limits, remainingRequests: 10, remainingTokens: 1_000 })
       const empty = yield* bucket(limiter)
-      assert.deepStrictEqual([empty.usedRequests, empty.usedTokens, empty.nextResetMs], [0, 0, 0])
+      assert.deepStrictEqual([empty.budgets.requests.used, empty.budgets.tokens.used, empty.nextResetMs], [0, 0, 0])
       yield* TestClock.adjust("1 second")
       yield* limiter.acquire(ticket(100))
       yield* learnFrom(limiter, { ...limits, remainingRequests: 9, remainingTokens: 900 })
       const state = yield* bucket(limiter)
-      assert.deepStrictEqual([state.usedRequests, state.usedTokens, state.nextResetMs], [1, 100, 10_200])
+      assert.deepStrictEqual([state.budgets.requests.used, state.budgets.tokens.used, state.nextResetMs], [
+        1,
+        100,
+        10_200
+      ])
     }))
 
   it.effect("remaining counts without the limit they belong to, or a limit without its remaining, count nothing", () =>
@@ -129,25 +151,45 @@ describe("usage the server reports", () => {
       yield* learnFrom(limiter, { remainingRequests: 2, remainingTokens: 100 })
       yield* learnFrom(limiter, { limitRequests: 10, limitTokens: 1_000 })
       const state = yield* bucket(limiter)
-      assert.strictEqual(state.usedRequests, 0)
-      assert.strictEqual(state.usedTokens, 0)
+      assert.strictEqual(state.budgets.requests.used, 0)
+      assert.strictEqual(state.budgets.tokens.used, 0)
     }))
 })
 
 describe("limits from headers", () => {
-  it.effect("replace the configured ones, one dimension at a time; a zero limit is no limit and is ignored", () =>
+  it.effect("replace the configured ones, one budget at a time; a zero limit is no limit and is ignored", () =>
     Effect.gen(function*() {
-      const limiter = yield* limiterWith({ limits: { m: { rpm: 10, tpm: 1_000 } } })
+      /** Each budget's limit and source: requests, input, output, combined tokens. */
+      const limits = (state: RateLimiter.BucketState) =>
+        (["requests", "input", "output", "tokens"] as const).map((d) => [
+          state.budgets[d].limit,
+          state.budgets[d].source
+        ])
+      const configured = { m: { rpm: 10, itpm: 500, otpm: 200, tpm: 1_000 } }
+      const limiter = yield* limiterWith({ limits: configured })
       yield* learnFrom(limiter, { limitRequests: 0, limitTokens: 0 })
-      let state = yield* bucket(limiter)
-      assert.deepStrictEqual([state.limitRequests, state.limitTokens, state.fromHeaders], [10, 1_000, false])
+      assert.deepStrictEqual(limits(yield* bucket(limiter)), [
+        [10, "configured"],
+        [500, "configured"],
+        [200, "configured"],
+        [1_000, "configured"]
+      ])
       yield* learnFrom(limiter, { limitRequests: 30 })
-      state = yield* bucket(limiter)
-      assert.deepStrictEqual([state.limitRequests, state.limitTokens, state.fromHeaders], [30, 1_000, true])
-      const other = yield* limiterWith({ limits: { m: { rpm: 10, tpm: 1_000 } } })
+      assert.deepStrictEqual(limits(yield* bucket(limiter)), [
+        [30, "header"],
+        [500, "configured"],
+        [200, "configured"],
+        [1_000, "configured"]
+      ])
+      // the token header is the combined budget's: the input and output budgets keep their own limits
+      const other = yield* limiterWith({ limits: configured })
       yield* learnFrom(other, { limitTokens: 5_000 })
-      state = yield* bucket(other)
-      assert.deepStrictEqual([state.limitRequests, state.limitTokens, state.fromHeaders], [10, 5_000, true])
+      assert.deepStrictEqual(limits(yield* bucket(other)), [
+        [10, "configured"],
+        [500, "configured"],
+        [200, "configured"],
+        [5_000, "header"]
+      ])
     }))
 
   it.effect("higher limits wake the caller at the head of the line at once", () =>
@@ -170,13 +212,12 @@ describe("limits from headers", () => {
       yield* learnFrom(limiter, { limitTokens: 500 })
       const error = yield* refusal(settled(head, "the head that can no longer fit"))
       assert.strictEqual(error._tag, "RequestTooLarge")
-      assert.strictEqual(error.limit, 500)
-      assert.strictEqual(error.requested, 600)
+      assert.deepInclude(error, { budget: "tokens", limit: 500, requested: 600 })
       assert.strictEqual(yield* TestClock.currentTimeMillis, 0)
     }))
 })
 
-describe("a 429 the limiter did not predict", () => {
+describe("a 429 at a limit, weighed when its permit settles", () => {
   it.effect("after calm windows the margin is back where it was: a new 429 widens it from the configured margin", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({
@@ -184,12 +225,12 @@ describe("a 429 the limiter did not predict", () => {
         margin: "100 millis",
         limits: { m: { rpm: 100, tpm: 100_000 } }
       })
-      yield* learnFrom(limiter, { retryAfter: Duration.millis(10) }, 429)
+      yield* refusedAtLimit(limiter, "10 millis")
       yield* TestClock.adjust("1 second")
-      yield* learnFrom(limiter, { retryAfter: Duration.millis(10) }, 429)
+      yield* refusedAtLimit(limiter, "10 millis")
       // three windows pass without a word to the limiter; two of them calm ones after the first
       yield* TestClock.adjust("3 seconds")
-      yield* learnFrom(limiter, { retryAfter: Duration.millis(10) }, 429)
+      yield* refusedAtLimit(limiter, "10 millis")
       assert.strictEqual((yield* bucket(limiter)).marginMs, 350)
     }))
 
@@ -201,7 +242,7 @@ describe("a 429 the limiter did not predict", () => {
         limits: { m: { rpm: 100, tpm: 100_000 } }
       })
       for (let i = 0; i < 4; i++) {
-        yield* learnFrom(limiter, { retryAfter: Duration.millis(10) }, 429)
+        yield* refusedAtLimit(limiter, "10 millis")
         yield* TestClock.adjust("1 second")
       }
       const margins: Array<number> = []
@@ -219,7 +260,10 @@ describe("a 429 the limiter did not predict", () => {
         margin: "200 millis",
         limits: { m: { rpm: 1, tpm: 100_000 } }
       })
-      yield* learnFrom(limiter, { retryAfter: Duration.millis(10) }, 429)
+      // one request a window: any refused request was at the limit
+      const refused = yield* limiter.acquire(ticket())
+      yield* refused.settle("throttled", rateLimited("10 millis"))
+      assert.strictEqual((yield* bucket(limiter)).marginMs, 450)
       yield* TestClock.adjust("1500 millis")
       yield* limiter.acquire(ticket())
       // at 2.7 s the window since 0 has a calm window after the first: the margin is 200 ms again, and the request
@@ -231,12 +275,20 @@ describe("a 429 the limiter did not predict", () => {
   it.effect("closes the bucket for a second when the server gives no wait; a shorter wait later never shortens it", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 100_000 } } })
-      yield* learnFrom(limiter, {}, 429)
+      // the window holds nine tenths of the tokens (an answered request): each refusal below comes at the limit
+      yield* Effect.flatMap(limiter.acquire(ticket(90_000)), (permit) => permit.settle("succeeded"))
+      const [first, second, third] = yield* Effect.all([
+        limiter.acquire(ticket(1)),
+        limiter.acquire(ticket(1)),
+        limiter.acquire(ticket(1))
+      ])
+      // a bucket that does not learn paces no retry itself: the retry policy waits the server's time
+      assert.isFalse(yield* first!.settle("throttled", rateLimited()))
       assert.strictEqual((yield* bucket(limiter)).blockedMs, 1_000)
       assert.isTrue(yield* limiter.wouldWait(ticket()))
-      yield* learnFrom(limiter, { retryAfter: Duration.seconds(5) }, 429)
+      yield* second!.settle("throttled", rateLimited("5 seconds"))
       yield* TestClock.adjust("1 second")
-      yield* learnFrom(limiter, { retryAfter: Duration.millis(100) }, 429)
+      yield* third!.settle("throttled", rateLimited("100 millis"))
       assert.strictEqual((yield* bucket(limiter)).blockedMs, 4_000)
       const caller = yield* Effect.fork(limiter.acquire(ticket()))
       assert.isTrue(yield* waitingAfter(caller, 3_999))
@@ -248,10 +300,38 @@ describe("a 429 the limiter did not predict", () => {
       assert.strictEqual((yield* bucket(limiter)).blockedMs, 0)
     }))
 
+  it.effect("a 429 well under every known limit is noise: the bucket stays open and the margin as it was", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ margin: "100 millis", limits: { m: { rpm: 100, itpm: 100_000 } } })
+      // 89,999 of 100,000 input tokens with the refused request: just under nine tenths
+      yield* Effect.flatMap(limiter.acquire(ticket(80_000)), (permit) => permit.settle("succeeded"))
+      const refused = yield* limiter.acquire(ticket(9_999))
+      assert.isFalse(yield* refused.settle("throttled", rateLimited("5 seconds")))
+      const state = yield* bucket(limiter)
+      assert.deepStrictEqual([state.blockedMs, state.marginMs], [0, 100])
+      assert.isFalse(yield* limiter.wouldWait(ticket()))
+      // two tokens more (90,001) are above nine tenths: closed for the server's time, the margin widened
+      const atLimit = yield* limiter.acquire(ticket(10_001))
+      yield* atLimit.settle("throttled", rateLimited("5 seconds"))
+      const closed = yield* bucket(limiter)
+      assert.deepStrictEqual([closed.blockedMs, closed.marginMs], [5_000, 350])
+    }))
+
+  it.effect("the headers of a 429 close nothing and widen nothing: only the settled permit's refusal is weighed", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ margin: "100 millis", limits: { m: { rpm: 100, tpm: 100_000 } } })
+      yield* learnFrom(limiter, { retryAfter: Duration.seconds(5) }, 429)
+      const state = yield* bucket(limiter)
+      assert.deepStrictEqual([state.blockedMs, state.marginMs], [0, 100])
+      assert.isFalse(yield* limiter.wouldWait(ticket()))
+    }))
+
   it.effect("a successful answer neither closes the bucket nor widens the margin", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ margin: "100 millis", limits: { m: { rpm: 100, tpm: 100_000 } } })
       yield* learnFrom(limiter, { retryAfter: Duration.seconds(5) }, 200)
+      // at the limit, answered
+      yield* Effect.flatMap(limiter.acquire(ticket(95_000)), (permit) => permit.settle("succeeded"))
       const state = yield* bucket(limiter)
       assert.strictEqual(state.blockedMs, 0)
       assert.strictEqual(state.marginMs, 100)
@@ -266,11 +346,28 @@ describe("a 429 the limiter did not predict", () => {
       })
       const margins: Array<number> = []
       for (let i = 0; i < 24; i++) {
-        yield* learnFrom(limiter, { retryAfter: Duration.millis(10) }, 429)
+        yield* refusedAtLimit(limiter, "10 millis")
         margins.push((yield* bucket(limiter)).marginMs)
         // one window later exactly: a new misjudgement
         yield* TestClock.adjust("1 second")
       }
       assert.deepStrictEqual(margins, Array.from({ length: 24 }, (_, i) => Math.min(5_000, 100 + 250 * (i + 1))))
+    }))
+
+  it.effect("twice in one window widens the margin once", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({
+        window: "1 second",
+        margin: "100 millis",
+        limits: { m: { rpm: 100, tpm: 100_000 } }
+      })
+      yield* refusedAtLimit(limiter, "10 millis")
+      yield* TestClock.adjust("999 millis")
+      // closed for a millisecond: open again when the window since the first widening is over
+      yield* refusedAtLimit(limiter, "1 millis")
+      assert.strictEqual((yield* bucket(limiter)).marginMs, 350)
+      yield* TestClock.adjust("1 millis")
+      yield* refusedAtLimit(limiter, "10 millis")
+      assert.strictEqual((yield* bucket(limiter)).marginMs, 600)
     }))
 })

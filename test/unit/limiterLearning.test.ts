@@ -16,7 +16,7 @@ import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 import { tempDir } from "../helpers/tempDir.js"
 
 const W = 10_000
-const ticket = (tokens = 10, model = "m") => ({ key: "key#1", model, tokens })
+const ticket = (tokens = 10, model = "m") => ({ key: "key#1", model, input: tokens })
 
 /** A limiter with `tier: "auto"` (unless `options` say otherwise) on `store`, and the store itself. */
 const learner = (options: RateLimiter.Options = {}, store = LimiterStore.makeMemory()) =>
@@ -30,6 +30,16 @@ const learner = (options: RateLimiter.Options = {}, store = LimiterStore.makeMem
 const bucketOf = (limiter: RateLimiter.RateLimiter.Service, model = "m") =>
   Effect.map(limiter.snapshot, (states) => states.find((s) => s.model === model)!)
 
+/** One budget's limit as the snapshot shows it, without its use. */
+const limitOf = (bucket: RateLimiter.BucketState, budget: RateLimiter.Budget = "requests") => {
+  const { used: _, ...limit } = bucket.budgets[budget]
+  return limit
+}
+
+/** A 429 on a request admitted now: how the limiter settles it (true: it paces the retry itself). */
+const refuse = (limiter: RateLimiter.RateLimiter.Service, tokens = 10, model = "m") =>
+  Effect.flatMap(limiter.acquire(ticket(tokens, model)), (permit) => permit.settle("throttled"))
+
 /** Whether `fiber` is still running after the fibers it waits on had a few turns. */
 const stillWaiting = <A, E>(fiber: Fiber.Fiber<A, E>) =>
   Effect.gen(function*() {
@@ -41,7 +51,7 @@ const stillWaiting = <A, E>(fiber: Fiber.Fiber<A, E>) =>
 const succeed = (limiter: RateLimiter.RateLimiter.Service, n: number, tokens = 10) =>
   Effect.forEach(
     Array.from({ length: n }),
-    () => Effect.flatMap(limiter.acquire(ticket(tokens)), (permit) => permit.succeeded),
+    () => Effect.flatMap(limiter.acquire(ticket(tokens)), (permit) => permit.settle("succeeded")),
     { discard: true }
   )
 
@@ -54,39 +64,45 @@ describe("RateLimiter with tier auto", () => {
       const third = yield* Effect.fork(limiter.acquire(ticket()))
       assert.isTrue(yield* stillWaiting(third))
       const bucket = yield* bucketOf(limiter)
-      assert.deepStrictEqual(bucket.requests, { value: undefined, source: "unknown", confidence: "probing" })
-      assert.strictEqual(bucket.limitRequests, Number.POSITIVE_INFINITY)
+      assert.deepStrictEqual(limitOf(bucket), { limit: undefined, source: "unknown", confidence: "probing" })
+      assert.deepStrictEqual(limitOf(bucket, "output"), { limit: undefined, source: "unknown", confidence: "probing" })
       assert.strictEqual(bucket.probe, 2)
       // an answer frees its place in flight, and the probe grows
-      yield* first.succeeded
+      yield* first.settle("succeeded")
       yield* Fiber.join(third)
       assert.strictEqual((yield* bucketOf(limiter)).probe, 2)
-      yield* second.succeeded
+      yield* second.settle("succeeded")
       assert.strictEqual((yield* bucketOf(limiter)).probe, 3)
-      // the third and two more make three in flight: a fourth waits
       yield* limiter.acquire(ticket())
       yield* limiter.acquire(ticket())
       assert.isTrue(yield* stillWaiting(yield* Effect.fork(limiter.acquire(ticket()))))
     }))
 
-  it.effect("a 429 measures the window: the limit is what it held, the retry is paced by the limiter", () =>
+  it.effect("a 429 measures the window: the limit is what it held, the retry is paced; kept once confirmed", () =>
     Effect.gen(function*() {
       const { limiter, store } = yield* learner()
       yield* succeed(limiter, 5)
-      const refused = yield* limiter.acquire(ticket())
-      assert.isTrue(yield* refused.throttled)
+      assert.isTrue(yield* refuse(limiter))
       const bucket = yield* bucketOf(limiter)
-      assert.deepStrictEqual(bucket.requests, { value: 5, source: "learnt", confidence: "measured" })
+      assert.deepStrictEqual(limitOf(bucket), { limit: 5, source: "learnt", confidence: "measured" })
       assert.strictEqual(bucket.probe, undefined)
-      // kept in the store, for other processes and the next run; requests this small (10 tokens each) were not
-      // refused by a token limit on any plan: none is learnt from them
+      // requests this small were not refused by a token budget on any plan: none is learnt from them
+      assert.strictEqual(bucket.budgets.input.source, "unknown")
+      // measured once: not kept yet (a measurement may be a misjudgement)
+      assert.isUndefined(yield* store.learnt("key#1\u0000m"))
+      // a 429 at a limit closes the bucket for the server's time (1 s without one) and widens the margin by 250 ms
+      assert.strictEqual(bucket.blockedMs, 1_000)
+      assert.strictEqual(bucket.marginMs, 250)
+      // three calm windows at it, and a caller waiting on it raises it to 6: the server refuses the sixth again,
+      // which measures 5 a second time: confirmed, and kept
+      for (let window = 0; window < 3; window++) {
+        yield* TestClock.adjust(W + 250)
+        yield* succeed(limiter, 5)
+      }
+      assert.isTrue(yield* refuse(limiter))
+      const after = yield* bucketOf(limiter)
+      assert.deepStrictEqual(limitOf(after), { limit: 5, source: "learnt", confidence: "confirmed" })
       assert.deepStrictEqual(yield* store.learnt("key#1\u0000m"), { requests: 5 })
-      assert.strictEqual(bucket.tokens.source, "unknown")
-      // the retry waits in the limiter until the first entry leaves the window
-      const retry = yield* Effect.fork(limiter.acquire(ticket()))
-      assert.isTrue(yield* stillWaiting(retry))
-      yield* TestClock.adjust(W)
-      yield* Fiber.join(retry)
     }))
 
   it.scoped("the changes stream carries what is learnt: the probe as it grows, then the measured limit", () =>
@@ -98,28 +114,34 @@ describe("RateLimiter with tier auto", () => {
       )
       const drain = Effect.repeatN(Effect.yieldNow(), 20)
       yield* drain
-      // the probe: 2, then 3 after two answers (nothing else an observer sees changes on the first)
       yield* succeed(limiter, 2)
       yield* drain
       assert.includeMembers(seen.map((s) => s.probe), [2, 3])
       yield* succeed(limiter, 2)
-      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
+      assert.isTrue(yield* refuse(limiter))
       yield* drain
       const last = seen[seen.length - 1]!
-      assert.deepStrictEqual(last.requests, { value: 4, source: "learnt", confidence: "measured" })
+      assert.deepStrictEqual(limitOf(last), { limit: 4, source: "learnt", confidence: "measured" })
       assert.isUndefined(last.probe)
     }))
 
-  it.effect("a 429 with a preset tier measures nothing: the retry policy waits as before", () =>
+  it.effect("a 429 on a model the plan's table gives measures nothing: the retry policy waits as before", () =>
     Effect.gen(function*() {
       const { limiter, store } = yield* learner({ tier: "basic" })
-      yield* succeed(limiter, 5)
-      const refused = yield* limiter.acquire(ticket())
-      assert.isFalse(yield* refused.throttled)
-      const bucket = yield* bucketOf(limiter)
-      assert.deepStrictEqual(bucket.requests, { value: 20, source: "preset" })
-      assert.strictEqual(bucket.usedRequests, 5)
-      assert.isUndefined(yield* store.learnt("key#1\u0000m"))
+      const model = "Llama-3.3-70B-Instruct"
+      yield* Effect.forEach(
+        Array.from({ length: 5 }),
+        () => Effect.flatMap(limiter.acquire(ticket(10, model)), (p) => p.settle("succeeded")),
+        { discard: true }
+      )
+      assert.isFalse(yield* refuse(limiter, 10, model))
+      const bucket = yield* bucketOf(limiter, model)
+      assert.deepStrictEqual(limitOf(bucket), { limit: 20, source: "plan" })
+      assert.deepStrictEqual(limitOf(bucket, "output"), { limit: 5_000, source: "plan" })
+      assert.strictEqual(bucket.budgets.requests.used, 5)
+      // 5 of 20: a 429 well under the plan's limits is noise: the bucket stays open
+      assert.strictEqual(bucket.blockedMs, 0)
+      assert.isUndefined(yield* store.learnt(`key#1\u0000${model}`))
     }))
 
   it.effect("the requests sent after the refused one are not counted in its measurement", () =>
@@ -128,36 +150,57 @@ describe("RateLimiter with tier auto", () => {
       yield* succeed(limiter, 4)
       const refused = yield* limiter.acquire(ticket())
       const later = yield* limiter.acquire(ticket())
-      assert.isTrue(yield* refused.throttled)
-      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 4)
+      assert.isTrue(yield* refused.settle("throttled"))
+      assert.strictEqual((yield* bucketOf(limiter)).budgets.requests.limit, 4)
       // sent with it, it succeeded: the server had taken it, the window held 5
-      yield* later.succeeded
-      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 5)
+      yield* later.settle("succeeded")
+      assert.strictEqual((yield* bucketOf(limiter)).budgets.requests.limit, 5)
     }))
 
-  it.effect("configured limits and headers are not learnt over", () =>
+  it.effect("configured limits and headers are not learnt over; the budgets left unknown are", () =>
     Effect.gen(function*() {
       const { limiter } = yield* learner({ limits: { m: { rpm: 3 } } })
       const bucket = yield* Effect.zipRight(limiter.acquire(ticket()), bucketOf(limiter))
-      assert.deepStrictEqual(bucket.requests, { value: 3, source: "configured" })
-      assert.deepStrictEqual(bucket.tokens, { value: undefined, source: "unknown", confidence: "probing" })
+      assert.deepStrictEqual(limitOf(bucket), { limit: 3, source: "configured" })
+      assert.deepStrictEqual(limitOf(bucket, "input"), { limit: undefined, source: "unknown", confidence: "probing" })
+      // the combined budget is never learnt: headers or options give it
+      assert.deepStrictEqual(limitOf(bucket, "tokens"), { limit: undefined, source: "unknown" })
       // one limit known: no probe
       assert.strictEqual(bucket.probe, undefined)
       yield* limiter.learn("key#1", "h", new RateLimitInfo({ limitRequests: 7, limitTokens: 700, observedAt: 0 }), 200)
       const headed = yield* bucketOf(limiter, "h")
-      assert.deepStrictEqual(headed.requests, { value: 7, source: "header" })
-      assert.isTrue(headed.fromHeaders)
+      assert.deepStrictEqual(limitOf(headed), { limit: 7, source: "header" })
+      assert.deepStrictEqual(limitOf(headed, "tokens"), { limit: 700, source: "header" })
     }))
 
-  it.effect("starts from the limits the store learnt before: no probe, no 429 to pay", () =>
+  it.effect("a configured request limit far from full is not blamed: the token budget that can explain it is learnt", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ limits: { m: { rpm: 1_000 } } })
+      yield* succeed(limiter, 2, 100)
+      assert.isTrue(yield* refuse(limiter, 100))
+      assert.deepStrictEqual(limitOf(yield* bucketOf(limiter), "input"), {
+        limit: 299,
+        source: "learnt",
+        confidence: "measured"
+      })
+      // a request larger than the learnt budget is not refused: it waits for an empty window (and the margin the
+      // 429 widened), goes alone, and its success lifts the limit
+      const large = yield* Effect.fork(limiter.acquire(ticket(5_000)))
+      assert.isTrue(yield* stillWaiting(large))
+      yield* TestClock.adjust(W + 250)
+      yield* Effect.flatMap(Fiber.join(large), (p) => p.settle("succeeded"))
+      assert.strictEqual((yield* bucketOf(limiter)).budgets.input.limit, 5_000)
+    }))
+
+  it.effect("starts from the limits the store kept before: no probe, no 429 to pay", () =>
     Effect.gen(function*() {
       const store = LimiterStore.makeMemory()
       yield* store.keepLearnt("key#1\u0000m", { requests: 2 })
       const { limiter } = yield* learner({}, store)
       yield* succeed(limiter, 2)
       const bucket = yield* bucketOf(limiter)
-      assert.deepStrictEqual(bucket.requests, { value: 2, source: "learnt", confidence: "measured" })
-      assert.deepStrictEqual(bucket.tokens.source, "unknown")
+      assert.deepStrictEqual(limitOf(bucket), { limit: 2, source: "learnt", confidence: "confirmed" })
+      assert.strictEqual(bucket.budgets.input.source, "unknown")
       const third = yield* Effect.fork(limiter.acquire(ticket()))
       assert.isTrue(yield* stillWaiting(third))
       assert.strictEqual((yield* bucketOf(limiter)).binding, "requests")
@@ -165,26 +208,23 @@ describe("RateLimiter with tier auto", () => {
       yield* Fiber.join(third)
     }))
 
-  it.effect("a bucket whose limits are configured or preset learns nothing: not what the store kept, not from a 429", () =>
+  it.effect("a bucket whose limits are configured or from the plan learns nothing: not what the store kept, not from a 429", () =>
     Effect.gen(function*() {
-      const cases: ReadonlyArray<RateLimiter.Options> = [
-        { limits: { m: { rpm: 100, tpm: 10_000 } } },
-        { tier: "standard4000" }
+      const cases: ReadonlyArray<readonly [RateLimiter.Options, string]> = [
+        [{ limits: { m: { rpm: 100, tpm: 10_000 } } }, "m"],
+        [{ limits: { m: { rpm: 100, itpm: 10_000, otpm: 10_000 } } }, "m"],
+        [{ tier: "standard4000" }, "Llama-3.3-70B-Instruct"]
       ]
-      for (const options of cases) {
+      for (const [options, model] of cases) {
         const store = LimiterStore.makeMemory()
-        yield* store.keepLearnt("key#1\u0000m", { requests: 3, tokens: 300 })
+        yield* store.keepLearnt(`key#1\u0000${model}`, { requests: 3, input: 300 })
         const { limiter } = yield* learner(options, store)
-        yield* succeed(limiter, 2)
-        const refused = yield* limiter.acquire(ticket())
-        // not paced by the limiter: the retry policy waits as for any 429
-        assert.isFalse(yield* refused.throttled)
-        const bucket = yield* bucketOf(limiter)
-        assert.notStrictEqual(bucket.requests.source, "learnt")
+        yield* Effect.flatMap(limiter.acquire(ticket(10, model)), (p) => p.settle("succeeded"))
+        assert.isFalse(yield* refuse(limiter, 10, model))
+        const bucket = yield* bucketOf(limiter, model)
+        assert.notStrictEqual(bucket.budgets.requests.source, "learnt")
         assert.isUndefined(bucket.probe)
-        // a bucket that had recalled learnt limits would take this 429 for the usage of a process before and close
-        // its window: this one goes on
-        const next = yield* Effect.fork(limiter.acquire(ticket()))
+        const next = yield* Effect.fork(limiter.acquire(ticket(10, model)))
         assert.isFalse(yield* stillWaiting(next), JSON.stringify(options))
       }
     }))
@@ -195,116 +235,145 @@ describe("RateLimiter with tier auto", () => {
       yield* store.keepLearnt("key#1\u0000m", { requests: 5 })
       const { limiter } = yield* learner({ limits: { m: { tpm: 1_000_000 } } }, store)
       yield* succeed(limiter, 2)
-      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
+      assert.isFalse(yield* refuse(limiter))
       const bucket = yield* bucketOf(limiter)
-      assert.strictEqual(bucket.requests.value, 5)
+      assert.strictEqual(bucket.budgets.requests.limit, 5)
       assert.strictEqual(bucket.blockedMs, W)
       const next = yield* Effect.fork(limiter.acquire(ticket()))
       assert.isTrue(yield* stillWaiting(next))
       yield* TestClock.adjust(W)
       yield* Fiber.join(next)
-      // a window later, a 429 measures again
-      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
-      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 1)
+      // a window later, a 429 well under what passed (2 requests) is noise: the limit stays, nothing is paced
+      assert.isFalse(yield* refuse(limiter))
+      assert.strictEqual((yield* bucketOf(limiter)).budgets.requests.limit, 5)
     }))
 
   it.effect("after 3 calm windows at a learnt limit a caller that waits on it raises it by a step", () =>
     Effect.gen(function*() {
       const { limiter } = yield* learner({ limits: { m: { tpm: 1_000_000 } } })
       yield* succeed(limiter, 4)
-      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
+      assert.isTrue(yield* refuse(limiter))
+      // the 429 widened the margin to 250 ms: each window counts that much longer
       for (let window = 0; window < 3; window++) {
-        yield* TestClock.adjust(W)
+        yield* TestClock.adjust(W + 250)
         yield* succeed(limiter, 4)
       }
-      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 4)
-      // the fifth of the window waits on the limit: three windows have passed since the 429, it is raised
+      assert.strictEqual((yield* bucketOf(limiter)).budgets.requests.limit, 4)
       yield* succeed(limiter, 1)
-      assert.strictEqual((yield* bucketOf(limiter)).requests.value, 5)
-      assert.strictEqual((yield* bucketOf(limiter)).requests.confidence, "measured")
+      assert.strictEqual((yield* bucketOf(limiter)).budgets.requests.limit, 5)
+      assert.strictEqual((yield* bucketOf(limiter)).budgets.requests.confidence, "measured")
     }))
 
-  it.effect("a request larger than a learnt token limit is not refused: it goes alone, and its success lifts the limit", () =>
+  it.effect("random 429s under what passed are noise: no block, no lower limit, the next request goes at once", () =>
     Effect.gen(function*() {
-      const { limiter } = yield* learner({ limits: { m: { rpm: 1_000 } } })
-      yield* succeed(limiter, 2, 100)
-      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket(100)), (p) => p.throttled))
-      assert.deepStrictEqual((yield* bucketOf(limiter)).tokens, {
-        value: 299,
-        source: "learnt",
-        confidence: "measured"
-      })
-      // 5,000 tokens: it waits until the window holds no tokens, then goes alone
-      const large = yield* Effect.fork(limiter.acquire(ticket(5_000)))
-      assert.isTrue(yield* stillWaiting(large))
-      yield* TestClock.adjust(W)
-      yield* Effect.flatMap(Fiber.join(large), (p) => p.succeeded)
-      assert.strictEqual((yield* bucketOf(limiter)).tokens.value, 5_000)
+      const { limiter } = yield* learner({ limits: { m: { tpm: 1_000_000 } } })
+      yield* succeed(limiter, 10)
+      assert.isTrue(yield* refuse(limiter))
+      yield* TestClock.adjust(W + 250)
+      yield* succeed(limiter, 3)
+      // the fourth of the window is refused: 4 of the 10 that passed
+      assert.isFalse(yield* refuse(limiter))
+      const bucket = yield* bucketOf(limiter)
+      assert.strictEqual(bucket.budgets.requests.limit, 10)
+      assert.strictEqual(bucket.blockedMs, 0)
+      assert.isFalse(yield* stillWaiting(yield* Effect.fork(limiter.acquire(ticket()))))
     }))
 })
 
-describe("RateLimiter with a plan tier (from the plans' floor)", () => {
-  it.effect("300 requests and 300,000 tokens enforced from the first request, no probe; a floor is not kept as learnt", () =>
+describe("RateLimiter with a plan tier (the plan's table)", () => {
+  it.effect("a model's three budgets from its row, enforced from the first request, no probe, nothing kept", () =>
     Effect.gen(function*() {
-      const { limiter, store } = yield* learner({ tier: "professional" })
-      yield* succeed(limiter, 300)
-      const next = yield* Effect.fork(limiter.acquire(ticket()))
+      const { limiter, store } = yield* learner({ tier: "essential" })
+      const model = "claude-3-7-sonnet"
+      const take = Effect.flatMap(limiter.acquire(ticket(10, model)), (p) => p.settle("succeeded"))
+      yield* Effect.repeatN(take, 35)
+      const next = yield* Effect.fork(limiter.acquire(ticket(10, model)))
       assert.isTrue(yield* stillWaiting(next))
-      const bucket = yield* bucketOf(limiter)
-      assert.deepStrictEqual(bucket.requests, { value: 300, source: "plan" })
-      assert.deepStrictEqual(bucket.tokens, { value: 300_000, source: "plan" })
+      const bucket = yield* bucketOf(limiter, model)
+      assert.deepStrictEqual(limitOf(bucket), { limit: 36, source: "plan" })
+      assert.deepStrictEqual(limitOf(bucket, "input"), { limit: 60_000, source: "plan" })
+      assert.deepStrictEqual(limitOf(bucket, "output"), { limit: 30_000, source: "plan" })
+      assert.deepStrictEqual(limitOf(bucket, "tokens"), { limit: undefined, source: "unknown" })
+      assert.strictEqual(bucket.binding, "requests")
       assert.isUndefined(bucket.probe)
-      assert.isUndefined(yield* store.learnt("key#1\u0000m"))
+      assert.isUndefined(yield* store.learnt(`key#1\u0000${model}`))
       yield* TestClock.adjust(W)
       yield* Fiber.join(next)
     }))
 
-  it.effect("a 429 under the floor (a dynamic quota) measures the window, as auto does", () =>
-    Effect.gen(function*() {
-      const { limiter, store } = yield* learner({ tier: "essential" })
-      yield* succeed(limiter, 100)
-      assert.isTrue(yield* Effect.flatMap(limiter.acquire(ticket()), (p) => p.throttled))
-      assert.deepStrictEqual((yield* bucketOf(limiter)).requests, {
-        value: 100,
-        source: "learnt",
-        confidence: "measured"
-      })
-      assert.strictEqual((yield* store.learnt("key#1\u0000m"))?.requests, 100)
-    }))
-
-  it.effect("3 calm windows with callers waiting at the floor raise it; the other limit stays the plan's", () =>
-    Effect.gen(function*() {
-      const { limiter } = yield* learner({ tier: "agentic" })
-      yield* succeed(limiter, 300)
-      for (let window = 0; window < 3; window++) {
-        yield* TestClock.adjust(W)
-        yield* succeed(limiter, 300)
-      }
-      assert.deepStrictEqual((yield* bucketOf(limiter)).requests, { value: 300, source: "plan" })
-      yield* succeed(limiter, 1)
-      const bucket = yield* bucketOf(limiter)
-      assert.deepStrictEqual(bucket.requests, { value: 306, source: "learnt", confidence: "measured" })
-      assert.deepStrictEqual(bucket.tokens, { value: 300_000, source: "plan" })
-    }))
-
-  it.effect("a limit configured for one dimension is kept; the other starts from the floor", () =>
-    Effect.gen(function*() {
-      const { limiter } = yield* learner({ tier: "professional", limits: { m: { rpm: 50 } } })
-      yield* succeed(limiter, 1)
-      const bucket = yield* bucketOf(limiter)
-      assert.deepStrictEqual(bucket.requests, { value: 50, source: "configured" })
-      assert.deepStrictEqual(bucket.tokens, { value: 300_000, source: "plan" })
-    }))
-
-  it.effect("limits kept from before win over the floor", () =>
+  it.effect("a model the plan's table lacks is learnt: probing, and what it keeps applies", () =>
     Effect.gen(function*() {
       const store = LimiterStore.makeMemory()
       yield* store.keepLearnt("key#1\u0000m", { requests: 120 })
-      const { limiter } = yield* learner({ tier: "professional" }, store)
+      const { limiter } = yield* learner({ tier: "professional" })
       yield* succeed(limiter, 1)
-      const bucket = yield* bucketOf(limiter)
-      assert.deepStrictEqual(bucket.requests, { value: 120, source: "learnt", confidence: "measured" })
-      assert.deepStrictEqual(bucket.tokens, { value: 300_000, source: "plan" })
+      assert.strictEqual((yield* bucketOf(limiter)).probe, 2)
+      const kept = yield* learner({ tier: "professional" }, store)
+      yield* succeed(kept.limiter, 1)
+      assert.deepStrictEqual(limitOf(yield* bucketOf(kept.limiter)), {
+        limit: 120,
+        source: "learnt",
+        confidence: "confirmed"
+      })
+    }))
+
+  it.effect("a Dynamic Shared Quota model has no fixed limits and never learns: its 429s are capacity", () =>
+    Effect.gen(function*() {
+      const { limiter, store } = yield* learner({ tier: "essential" })
+      const model = "gemini-2.5-flash"
+      yield* Effect.repeatN(Effect.flatMap(limiter.acquire(ticket(10, model)), (p) => p.settle("succeeded")), 50)
+      assert.isFalse(yield* refuse(limiter, 10, model))
+      const bucket = yield* bucketOf(limiter, model)
+      assert.deepStrictEqual(limitOf(bucket), { limit: undefined, source: "shared" })
+      assert.isUndefined(bucket.probe)
+      assert.strictEqual(bucket.blockedMs, 0)
+      assert.isUndefined(yield* store.learnt(`key#1\u0000${model}`))
+      assert.isFalse(yield* stillWaiting(yield* Effect.fork(limiter.acquire(ticket(10, model)))))
+    }))
+
+  it.effect("a limit configured for one budget wins over the plan's; the others stay the plan's", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ tier: "basic", limits: { "Llama-3.3-70B-Instruct": { otpm: 2_000 } } })
+      yield* Effect.flatMap(limiter.acquire(ticket(10, "Llama-3.3-70B-Instruct")), (p) => p.settle("succeeded"))
+      const bucket = yield* bucketOf(limiter, "Llama-3.3-70B-Instruct")
+      assert.deepStrictEqual(limitOf(bucket, "output"), { limit: 2_000, source: "configured" })
+      assert.deepStrictEqual(limitOf(bucket), { limit: 20, source: "plan" })
+      assert.deepStrictEqual(limitOf(bucket, "input"), { limit: 13_800, source: "plan" })
+    }))
+
+  it.effect("a plan's figures that do not hold for the key (429s keep coming under them) are learnt from there", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ tier: "essential" })
+      const model = "mistral-medium-3"
+      const take = Effect.flatMap(limiter.acquire(ticket(10, model)), (p) => p.settle("succeeded"))
+      // the key really allows 10 a window, not the table's 90: the server refuses from the eleventh on
+      yield* Effect.repeatN(take, 9)
+      // two refusals well under 90 are noise: nothing changes, nothing closes
+      assert.isFalse(yield* refuse(limiter, 10, model))
+      assert.isFalse(yield* refuse(limiter, 10, model))
+      assert.deepStrictEqual(limitOf(yield* bucketOf(limiter, model)), { limit: 90, source: "plan" })
+      // a third in the window (three, and more than a fifth of the window's requests): the plan's figure is dropped
+      // and what the window held is the limit, which the limiter now paces the retry on
+      assert.isTrue(yield* refuse(limiter, 10, model))
+      const bucket = yield* bucketOf(limiter, model)
+      assert.deepStrictEqual(limitOf(bucket), { limit: 10, source: "learnt", confidence: "measured" })
+      assert.strictEqual(bucket.budgets.input.source, "unknown")
+      // the next request waits for the window
+      assert.isTrue(yield* stillWaiting(yield* Effect.fork(limiter.acquire(ticket(10, model)))))
+    }))
+
+  it.effect("audio is metered by requests alone: no token budget, whatever the row says", () =>
+    Effect.gen(function*() {
+      const { limiter } = yield* learner({ tier: "essential" })
+      assert.deepStrictEqual(limiter.cost("/audio/transcriptions", { model: "whisper-large-v3" }), {
+        model: "whisper-large-v3",
+        input: 0,
+        output: 0
+      })
+      yield* Effect.flatMap(limiter.acquire(ticket(0, "whisper-large-v3")), (p) => p.settle("succeeded"))
+      const bucket = yield* bucketOf(limiter, "whisper-large-v3")
+      assert.deepStrictEqual(limitOf(bucket), { limit: 300, source: "plan" })
+      assert.deepStrictEqual(limitOf(bucket, "input"), { limit: undefined, source: "unknown" })
     }))
 })
 
@@ -332,11 +401,11 @@ describe("LimiterStore.layerMemoryCached", () => {
       yield* store.keepLearnt("key#0a1b2c3d\u0000other", { tokens: 900 })
       assert.deepStrictEqual(yield* fs.readDirectory(cache), ["limits-key0a1b2c3d.json"])
       assert.deepStrictEqual(JSON.parse(yield* fs.readFileString(`${cache}/limits-key0a1b2c3d.json`)), {
-        version: 1,
+        version: 2,
         models: { m: { requests: 45, learntAt: 1_000 }, other: { tokens: 900, learntAt: 1_000 } }
       })
       const next = yield* cachedStore(cache)
-      assert.deepStrictEqual(yield* next.learnt(bucket), { requests: 45, tokens: undefined })
+      assert.deepStrictEqual(yield* next.learnt(bucket), { requests: 45 })
       assert.isUndefined(yield* next.learnt("key#99999999\u0000m"))
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
@@ -356,13 +425,28 @@ describe("LimiterStore.layerMemoryCached", () => {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* tempDir("aifs-cache-")
       const file = `${dir}/limits-key0a1b2c3d.json`
-      yield* fs.writeFileString(file, `{"version":2,"models":{}}`)
+      yield* fs.writeFileString(file, `{"version":3,"models":{}}`)
       const store = yield* cachedStore(dir)
       assert.isUndefined(yield* store.learnt(bucket))
       assert.isUndefined(yield* store.learnt("key#0a1b2c3d\u0000other"))
       assert.deepStrictEqual(warnings, [`aifs: learnt limits: ignoring ${file}: it is not a file of learnt limits`])
       yield* store.keepLearnt(bucket, { requests: 7 })
       assert.strictEqual(JSON.parse(yield* fs.readFileString(file)).models.m.requests, 7)
+    }).pipe(Effect.provide(NodeFileSystem.layer), Effect.provide(logsIn(warnings)))
+  })
+
+  it.scoped("a file of version 1 (limits learnt by the rules before three budgets) is not read, nor warned about", () => {
+    const warnings: Array<string> = []
+    return Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* tempDir("aifs-cache-")
+      const file = `${dir}/limits-key0a1b2c3d.json`
+      yield* fs.writeFileString(file, `{"version": 1, "models": {"m": {"tokens": 3164, "learntAt": 0}}}`)
+      const store = yield* cachedStore(dir)
+      assert.isUndefined(yield* store.learnt(bucket))
+      assert.deepStrictEqual(warnings, [])
+      yield* store.keepLearnt(bucket, { requests: 7 })
+      assert.deepStrictEqual(JSON.parse(yield* fs.readFileString(file)).version, 2)
     }).pipe(Effect.provide(NodeFileSystem.layer), Effect.provide(logsIn(warnings)))
   })
 

@@ -20,7 +20,7 @@ import * as TestClock from "effect/TestClock"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
-import { LimiterUnavailable, RequestTooLarge } from "../../src/schemas/Errors.js"
+import { LimiterUnavailable, RateLimited, RequestTooLarge } from "../../src/schemas/Errors.js"
 import { ModelList } from "../../src/schemas/Models.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 import { limiterWith, runReady, settled, stillWaiting, ticket } from "../helpers/limiter.js"
@@ -54,27 +54,40 @@ describe("what a request is estimated to cost", () => {
         { id: "unknown", meta_data: {} },
         { id: "bare" }
       ]))
-      const tokens = (model: string | undefined, maxTokens?: number) =>
-        limiter.cost("/chat/completions", chatBody(model, maxTokens)).tokens
-      assert.strictEqual(tokens("configured", 50), prompt + 50)
-      assert.strictEqual(tokens("configured"), prompt + 300)
-      assert.strictEqual(tokens("catalogued"), prompt + 700)
-      assert.strictEqual(tokens("zero"), prompt + 500)
-      assert.strictEqual(tokens("unknown"), prompt + 500)
-      assert.strictEqual(tokens("bare"), prompt + 500)
-      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody(undefined)), {
-        model: undefined,
-        tokens: prompt + 500
-      })
+      const cost = (model: string | undefined, maxTokens?: number) =>
+        limiter.cost("/chat/completions", chatBody(model, maxTokens))
+      assert.deepStrictEqual(cost("configured", 50), { model: "configured", input: prompt, output: 50 })
+      assert.deepStrictEqual(cost("configured"), { model: "configured", input: prompt, output: 300 })
+      assert.deepStrictEqual(cost("catalogued"), { model: "catalogued", input: prompt, output: 700 })
+      assert.deepStrictEqual(cost("zero"), { model: "zero", input: prompt, output: 500 })
+      assert.deepStrictEqual(cost("unknown"), { model: "unknown", input: prompt, output: 500 })
+      assert.deepStrictEqual(cost("bare"), { model: "bare", input: prompt, output: 500 })
+      assert.deepStrictEqual(cost(undefined), { model: undefined, input: prompt, output: 500 })
+      // max_completion_tokens, the newer name, is read before max_tokens
+      assert.strictEqual(
+        limiter.cost("/chat/completions", { ...chatBody("bare", 50), max_completion_tokens: 70 }).output,
+        70
+      )
     }))
 
   it.effect("1,024 output tokens when nothing says otherwise; none for an endpoint that generates nothing", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({})
-      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody("m")), { model: "m", tokens: prompt + 1024 })
+      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody("m")), {
+        model: "m",
+        input: prompt,
+        output: 1024
+      })
       assert.deepStrictEqual(limiter.cost("/embeddings", { model: "e", input: ["abcd", "abcdefgh"] }), {
         model: "e",
-        tokens: 3
+        input: 3,
+        output: 0
+      })
+      // a model metered by requests alone (audio) costs no tokens, whatever its parameters say
+      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody("whisper-large-v3", 50)), {
+        model: "whisper-large-v3",
+        input: 0,
+        output: 0
       })
     }))
 
@@ -84,8 +97,9 @@ describe("what a request is estimated to cost", () => {
       yield* limiter.acquire(ticket(1_000))
       const next = yield* Effect.fork(limiter.acquire(ticket(1_000)))
       yield* TestClock.adjust("1 second")
-      assert.strictEqual((yield* settled(next, "a request of the whole quota")).tokens, 1_000)
-      assert.strictEqual((yield* Effect.flip(limiter.acquire(ticket(1_001))))._tag, "RequestTooLarge")
+      assert.strictEqual((yield* settled(next, "a request of the whole quota")).cost.tokens, 1_000)
+      const error = yield* refusal(limiter.acquire(ticket(1_001)))
+      assert.deepInclude(error, { budget: "tokens", requested: 1_001, limit: 1_000 })
     }))
 
   it.effect("a store that finds the request too large (a shared store with its own limits) fails it", () =>
@@ -97,7 +111,8 @@ describe("what a request is estimated to cost", () => {
       )
       const error = yield* refusal(limiter.acquire(ticket(10)))
       assert.strictEqual(error._tag, "RequestTooLarge")
-      assert.strictEqual(error.requested, 10)
+      // no budget of its own is too small: the refusal names the combined one, with what the request needs of it
+      assert.deepInclude(error, { budget: "tokens", requested: 10, limit: 1_000 })
       assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 0)
     }))
 
@@ -110,7 +125,33 @@ describe("what a request is estimated to cost", () => {
       assert.include(error.message, "1001 tokens")
       assert.include(error.message, "the 1000 the quota allows")
       assert.include(error.message, "max_tokens")
+      assert.strictEqual(error.budget, "tokens")
       assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 0)
+    }))
+
+  it.effect("RequestTooLarge names the budget the request can never fit, what it needs of it and the limit", () =>
+    Effect.gen(function*() {
+      const tooLarge = (limits: RateLimiter.Quota, input: number, output: number) =>
+        Effect.flatMap(
+          limiterWith({ limits: { m: { rpm: 10, ...limits } } }),
+          (limiter) => refusal(limiter.acquire(ticket(input, "m", output)))
+        )
+      const input = yield* tooLarge({ itpm: 100, otpm: 100, tpm: 1_000 }, 101, 100)
+      assert.deepInclude(input, { budget: "input", requested: 101, limit: 100, model: "m" })
+      assert.include(input.message, "101 input tokens")
+      assert.include(input.message, "shorten the input")
+      assert.notInclude(input.message, "max_tokens")
+      const output = yield* tooLarge({ itpm: 100, otpm: 100, tpm: 1_000 }, 100, 101)
+      assert.deepInclude(output, { budget: "output", requested: 101, limit: 100 })
+      assert.include(output.message, "101 output tokens")
+      assert.include(output.message, "lower max_tokens")
+      // each part fits its own budget; their sum does not fit the combined one
+      const combined = yield* tooLarge({ itpm: 100, otpm: 100, tpm: 150 }, 100, 51)
+      assert.deepInclude(combined, { budget: "tokens", requested: 151, limit: 150 })
+      assert.include(combined.message, "lower max_tokens or shorten the input")
+      // a request that fits every budget but output only waits: its output of exactly the limit fits
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 10, otpm: 100 } } })
+      assert.deepStrictEqual((yield* limiter.acquire(ticket(1_000_000, "m", 100))).cost.output, 100)
     }))
 })
 
@@ -121,11 +162,12 @@ describe("a settled permit", () => {
       const failed = yield* limiter.acquire(ticket(700))
       const head = yield* Effect.fork(limiter.acquire(ticket(700)))
       assert.isTrue(yield* stillWaiting(head))
-      yield* failed.refund
+      yield* failed.settle("failed")
       yield* settled(head, "the head after a refund")
       const [state] = yield* limiter.snapshot
-      assert.strictEqual(state?.usedRequests, 2)
-      assert.strictEqual(state?.usedTokens, 700)
+      assert.strictEqual(state?.budgets.requests.used, 2)
+      assert.strictEqual(state?.budgets.tokens.used, 700)
+      assert.strictEqual(state?.budgets.input.used, 700)
     }))
 
   it.effect("a request the server never counted gives its slot and its tokens back, and the head goes at once", () =>
@@ -134,11 +176,11 @@ describe("a settled permit", () => {
       const refused = yield* limiter.acquire(ticket(700))
       const head = yield* Effect.fork(limiter.acquire(ticket(700)))
       assert.isTrue(yield* stillWaiting(head))
-      yield* refused.cancel
+      yield* refused.settle("unsent")
       yield* settled(head, "the head after a cancel")
       const [state] = yield* limiter.snapshot
-      assert.strictEqual(state?.usedRequests, 1)
-      assert.strictEqual(state?.usedTokens, 700)
+      assert.strictEqual(state?.budgets.requests.used, 1)
+      assert.strictEqual(state?.budgets.tokens.used, 700)
       assert.strictEqual(yield* TestClock.currentTimeMillis, 0)
     }))
 
@@ -152,21 +194,23 @@ describe("a settled permit", () => {
           Stream.runForEach(limiter.changes, (states) => Effect.sync(() => seen.push(states)))
         )
         yield* runReady
-        yield* permit.reconcile(300)
+        yield* permit.reconcile({ input: 300, output: 0 })
         yield* runReady
         yield* Fiber.interrupt(observer)
         assert.strictEqual(seen.length, 1, `${reconcile}: only the state as it was`)
-        assert.strictEqual((yield* limiter.snapshot)[0]?.usedTokens, 300, reconcile)
+        assert.strictEqual((yield* limiter.snapshot)[0]?.budgets.tokens.used, 300, reconcile)
       }
     }))
 
   it.effect("observers see a usage above the reservation as soon as it is counted", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 1_000 } } })
-      const permit = yield* limiter.acquire(ticket(300))
-      yield* permit.reconcile(450)
+      const permit = yield* limiter.acquire(ticket(300, "m", 100))
+      // more input than estimated, the whole output reserved: the input and the combined sum are raised
+      yield* permit.reconcile({ input: 450, output: 100 })
       const latest = yield* Stream.runHead(limiter.changes)
-      assert.strictEqual(latest._tag === "Some" ? latest.value[0]?.usedTokens : undefined, 450)
+      const budgets = latest._tag === "Some" ? latest.value[0]?.budgets : undefined
+      assert.deepStrictEqual([budgets?.input.used, budgets?.output.used, budgets?.tokens.used], [450, 100, 550])
     }))
 })
 
@@ -187,12 +231,30 @@ describe("what observers and metrics see", () => {
       yield* runReady
       yield* Fiber.interrupt(observer)
       const last = seen[seen.length - 1]!
-      assert.deepStrictEqual(last.map((s) => [s.key, s.model, s.limitRequests, s.usedRequests, s.usedTokens]), [
-        ["key#1", "a", 5, 2, 40],
-        ["key#1", "b", 7, 1, 20],
-        ["key#2", "a", 5, 1, 40]
-      ])
+      assert.deepStrictEqual(
+        last.map((s) => [s.key, s.model, s.budgets.requests.limit, s.budgets.requests.used, s.budgets.tokens.used]),
+        [
+          ["key#1", "a", 5, 2, 40],
+          ["key#1", "b", 7, 1, 20],
+          ["key#2", "a", 5, 1, 40]
+        ]
+      )
       assert.deepStrictEqual(yield* limiter.snapshot, last)
+    }))
+
+  it.effect("snapshot reads the window as it is now: a request that left it is no longer counted", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ window: "10 seconds", limits: { m: { rpm: 10, tpm: 1_000 } } })
+      yield* limiter.acquire(ticket(100))
+      yield* TestClock.adjust("9999 millis")
+      assert.strictEqual((yield* limiter.snapshot)[0]?.budgets.requests.used, 1)
+      // nothing else asks the store in between: the snapshot itself must
+      yield* TestClock.adjust("1 millis")
+      const [state] = yield* limiter.snapshot
+      assert.deepStrictEqual(
+        [state?.budgets.requests.used, state?.budgets.input.used, state?.budgets.tokens.used, state?.nextResetMs],
+        [0, 0, 0, 0]
+      )
     }))
 
   it.effect("the wait a request spent, in line behind others and at the head, is counted from its arrival", () =>
@@ -231,11 +293,14 @@ describe("what observers and metrics see", () => {
       const logs: Array<{ readonly level: string; readonly message: unknown }> = []
       const recording = Logger.make(({ logLevel, message }) => logs.push({ level: logLevel.label, message }))
       yield* Effect.gen(function*() {
+        // a usage beyond the reservation (adjust), an error answer (restamp, then the tokens back: adjust)
         const permit = yield* limiter.acquire(ticket(10))
-        yield* permit.answered
-        yield* permit.reconcile(20)
-        yield* permit.refund
-        yield* permit.cancel
+        yield* permit.reconcile({ input: 20, output: 0 })
+        yield* permit.settle("failed")
+        // a request never sent (remove)
+        const unsent = yield* limiter.acquire(ticket(10))
+        yield* unsent.settle("unsent")
+        // what the server counts beyond this process (top up)
         yield* limiter.learn(
           "key",
           "m",
@@ -247,8 +312,8 @@ describe("what observers and metrics see", () => {
         logs,
         Array.from({ length: 5 }, () => ({ level: "WARN", message: [`aifs: limiter store: ${unavailable.message}`] }))
       )
-      // the reservation made before the store failed is still counted
-      assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 1)
+      // the reservations made before the store failed are still counted
+      assert.strictEqual((yield* limiter.snapshot)[0]?.budgets.requests.used, 2)
     }))
 })
 
@@ -309,8 +374,10 @@ describe("the line", () => {
   it.effect("thousands of callers, some giving up, are served in arrival order", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 1_000_000, tpm: 1_000_000_000 } } })
-      // the bucket is closed for a second: everyone lines up behind the head
-      yield* limiter.learn("key#1", "m", new RateLimitInfo({ observedAt: 0 }), 429)
+      // a 429 at the token limit closes the bucket for the server's second: everyone lines up behind the head
+      const atLimit = yield* limiter.acquire(ticket(1_000_000_000))
+      yield* atLimit.settle("throttled", new RateLimited({ message: "slow down", status: 429 }))
+      assert.strictEqual((yield* limiter.snapshot)[0]?.blockedMs, 1_000)
       const order: Array<number> = []
       const callers = 2_200
       const fibers: Array<Fiber.RuntimeFiber<number, unknown>> = []
@@ -350,7 +417,7 @@ describe("acquireWith: the permit handed to the caller's continuation", () => {
       const later = yield* settled(second, "the caller in line")
       assert.isTrue(Exit.isSuccess(later.acquired))
       assert.deepStrictEqual([later.interruptible, later.restored], [false, true])
-      assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 1)
+      assert.strictEqual((yield* limiter.snapshot)[0]?.budgets.requests.used, 1)
     }))
 
   it.effect("sees a refusal as a failure it may turn into a value of its own", () =>
@@ -391,17 +458,20 @@ describe("the layers", () => {
       const limiter = yield* Effect.provide(RateLimiter.RateLimiter, RateLimiter.layerDisabled)
       assert.isFalse(limiter.enabled)
       assert.isFalse(limiter.queueRouting)
-      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody("m")), { model: undefined, tokens: 0 })
+      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody("m")), {
+        model: undefined,
+        input: 0,
+        output: 0
+      })
+      const outcomes = ["unsent", "succeeded", "failed", "unanswered", "throttled", "spent"] as const
       for (let i = 0; i < 100; i++) {
-        const permit = yield* limiter.acquire(ticket(1_000_000))
-        assert.strictEqual(permit.tokens, 0)
-        yield* permit.reconcile(10)
-        yield* permit.answered
-        yield* permit.refund
-        yield* permit.cancel
+        const permit = yield* limiter.acquire(ticket(1_000_000, "m", 1_000_000))
+        assert.deepStrictEqual(permit.cost, { requests: 0, input: 0, output: 0, tokens: 0 })
+        yield* permit.reconcile({ input: 10, output: 10 })
+        assert.isFalse(yield* permit.settle(outcomes[i % outcomes.length]!))
       }
       const handed = yield* limiter.acquireWith(ticket(1_000_000), (acquired) => acquired)
-      assert.strictEqual(handed.tokens, 0)
+      assert.strictEqual(handed.cost.tokens, 0)
       assert.isFalse(yield* limiter.wouldWait(ticket()))
       yield* limiter.learn("key#1", "m", new RateLimitInfo({ observedAt: 0 }), 429)
       yield* limiter.learnModels(models([{ id: "m", meta_data: { max_output_length: 5 } }]))
@@ -409,22 +479,55 @@ describe("the layers", () => {
       assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Stream.runCollect(limiter.changes)), [[]])
     }))
 
-  it.effect("the presets: learnt by default, the tier of the configuration with layerFromClientConfig", () =>
+  it.effect("the presets: learnt by default; a plan's table per model, the tier of the configuration with layerFromClientConfig", () =>
     Effect.gen(function*() {
-      const limits = (layer: Layer.Layer<RateLimiter.RateLimiter>) =>
+      const llama = "Llama-3.3-70B-Instruct"
+      /** The limits of `model`'s bucket: requests, input, output, combined; the requests' source; the margin. */
+      const limits = (layer: Layer.Layer<RateLimiter.RateLimiter>, model = llama) =>
         Effect.gen(function*() {
           const limiter = yield* Effect.provide(RateLimiter.RateLimiter, layer)
           assert.isTrue(limiter.enabled)
-          yield* limiter.acquire(ticket())
+          yield* limiter.acquire(ticket(10, model))
           const [state] = yield* limiter.snapshot
-          return [state?.limitRequests, state?.limitTokens, state?.marginMs]
+          const budgets = state!.budgets
+          return [
+            budgets.requests.limit,
+            budgets.input.limit,
+            budgets.output.limit,
+            budgets.tokens.limit,
+            budgets.requests.source,
+            state!.marginMs
+          ]
         })
-      assert.deepStrictEqual(yield* limits(RateLimiter.layer()), [Infinity, Infinity, 200])
-      assert.deepStrictEqual(yield* limits(RateLimiter.layer({ tier: "basic" })), [20, 18_750, 200])
-      assert.deepStrictEqual(yield* limits(RateLimiter.layer({ tier: "standard4000" })), [600, 150_000, 200])
+      // auto: nothing known, everything learnt
+      assert.deepStrictEqual(yield* limits(RateLimiter.layer()), [
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        "unknown",
+        200
+      ])
+      // a plan: the model's row of its table (requests, input, output; the plans have no combined budget)
       assert.deepStrictEqual(
-        yield* limits(RateLimiter.layer({ tier: "standard4000", limits: { m: { rpm: 7 } } })),
-        [7, 150_000, 200]
+        yield* limits(RateLimiter.layer({ tier: "basic" })),
+        [20, 13_800, 5_000, undefined, "plan", 200]
+      )
+      assert.deepStrictEqual(
+        yield* limits(RateLimiter.layer({ tier: "standard4000" })),
+        [600, 138_000, 50_000, undefined, "plan", 200]
+      )
+      assert.deepStrictEqual(RateLimiter.preset("basic", llama), { rpm: 20, itpm: 13_800, otpm: 5_000 })
+      // a model the plan's table lacks is learnt, as with auto
+      assert.deepStrictEqual(
+        yield* limits(RateLimiter.layer({ tier: "basic" }), "m"),
+        [undefined, undefined, undefined, undefined, "unknown", 200]
+      )
+      assert.isUndefined(RateLimiter.preset("basic", "m"))
+      // configured limits over the plan's, one budget at a time
+      assert.deepStrictEqual(
+        yield* limits(RateLimiter.layer({ tier: "standard4000", limits: { [llama]: { rpm: 7 } } })),
+        [7, 138_000, 50_000, undefined, "configured", 200]
       )
       assert.deepStrictEqual(
         yield* limits(
@@ -432,7 +535,7 @@ describe("the layers", () => {
             Layer.provide(ClientConfig.layer({ apiKey: "gen-test", tier: "standard4000" }))
           )
         ),
-        [600, 150_000, 1_000]
+        [600, 138_000, 50_000, undefined, "plan", 1_000]
       )
       const routing = yield* Effect.provide(RateLimiter.RateLimiter, RateLimiter.layer({ queueRouting: true }))
       assert.isTrue(routing.queueRouting)

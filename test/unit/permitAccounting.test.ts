@@ -22,10 +22,10 @@ import * as Testing from "../../src/layers/Testing.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
 import { limiterOn, memoryStoreWith } from "../helpers/stores.js"
 
-const chat = () =>
-  HttpClientRequest.post("/chat/completions").pipe(
-    HttpClientRequest.bodyUnsafeJson({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 10 })
-  )
+const params = { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 10 }
+const chat = () => HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson(params))
+/** As `Chat.create` and `Chat.createStream` send it: the limiter counts a request by its operation's parameters. */
+const asChat = { model: "m", span: { name: "Chat.create", operation: "chat", params } } as const
 
 /** The transport on a scripted server, with a limiter on `store`, retries as given. */
 const stack = (
@@ -50,7 +50,7 @@ const stack = (
 /** Requests the limiter counts now. */
 const counted = Effect.map(
   Effect.flatMap(RateLimiter.RateLimiter, (limiter) => limiter.snapshot),
-  (states) => states[0]?.usedRequests ?? 0
+  (states) => states[0]?.budgets.requests.used ?? 0
 )
 
 describe("permit accounting between the transport and the limiter", () => {
@@ -69,10 +69,10 @@ describe("permit accounting between the transport and the limiter", () => {
         return Effect.gen(function*() {
           const http = yield* InferenceHttpClient
           const run = kind === "json"
-            ? http.json(chat(), Schema.Unknown)
+            ? http.json(chat(), Schema.Unknown, asChat)
             : kind === "stream"
-            ? Stream.runDrain(http.sse(chat()))
-            : Stream.runDrain(Stream.take(http.sse(chat()), 1))
+            ? Stream.runDrain(http.sse(chat(), asChat))
+            : Stream.runDrain(Stream.take(http.sse(chat(), asChat), 1))
           // an interruption after 0, 1, 2 ... 40 yields: every point from the limiter's line to the end
           for (let yields = 0; yields <= 40; yields++) {
             const before = yield* counted
@@ -104,7 +104,7 @@ describe("permit accounting between the transport and the limiter", () => {
     return Effect.gen(function*() {
       const http = yield* InferenceHttpClient
       // a 429 the server never counted: its slot is being given back when the caller is interrupted
-      const fiber = yield* Effect.fork(http.json(chat(), Schema.Unknown))
+      const fiber = yield* Effect.fork(http.json(chat(), Schema.Unknown, asChat))
       yield* Deferred.await(entered)
       // the interruption reaches the fiber while the store is still at work
       const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
@@ -120,12 +120,14 @@ describe("permit accounting between the transport and the limiter", () => {
   it.effect("a per-request time limit that is not a duration fails before the request holds a permit", () =>
     Effect.gen(function*() {
       const http = yield* InferenceHttpClient
-      const exit = yield* Effect.exit(http.json(chat(), Schema.Unknown, { timeout: "soon" as never }))
+      const exit = yield* Effect.exit(http.json(chat(), Schema.Unknown, { ...asChat, timeout: "soon" as never }))
       assert.isTrue(Exit.isFailure(exit))
       // a defect that names the option: a programming error, not an ApiError to handle
       if (Exit.isFailure(exit)) assert.include(Cause.pretty(exit.cause), "RequestOptions.timeout is not a duration")
       assert.strictEqual(yield* counted, 0)
-      const streamed = yield* Effect.exit(Stream.runDrain(http.sse(chat(), { idleTimeout: "later" as never })))
+      const streamed = yield* Effect.exit(
+        Stream.runDrain(http.sse(chat(), { ...asChat, idleTimeout: "later" as never }))
+      )
       assert.isTrue(Exit.isFailure(streamed))
       if (Exit.isFailure(streamed)) {
         assert.include(Cause.pretty(streamed.cause), "RequestOptions.idleTimeout is not a duration")

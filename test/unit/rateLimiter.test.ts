@@ -9,18 +9,52 @@ import * as Fiber from "effect/Fiber"
 import type * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import type * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
-import type { LimiterUnavailable, RequestTooLarge } from "../../src/schemas/Errors.js"
+import { RateLimited, type RequestTooLarge } from "../../src/schemas/Errors.js"
+import { ModelList } from "../../src/schemas/Models.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
-import { type Calls, countingStore, limiterOn, memoryStoreWith, refusal } from "../helpers/stores.js"
+import { type Calls, countingStore, limiterOn, memoryStoreWith } from "../helpers/stores.js"
 
 const limiterWith = (options: RateLimiter.Options) =>
   Effect.provide(RateLimiter.RateLimiter, RateLimiter.layer({ margin: 0, ...options }))
 
-const ticket = (tokens = 10, model = "m") => ({ key: "key#1", model, tokens })
+/** A request of `input` tokens (no output reserved) on key `key#1` and `model`. */
+const ticket = (input = 10, model = "m"): RateLimiter.Ticket => ({ key: "key#1", model, input })
+
+/** The state of `model`'s bucket now. */
+const stateOf = (limiter: RateLimiter.RateLimiter.Service, model = "m") =>
+  Effect.map(limiter.snapshot, (states) => states.find((s) => s.model === model))
+
+/** What the window of `model`'s bucket counts now, budget by budget. */
+const usedOf = (limiter: RateLimiter.RateLimiter.Service, model = "m") =>
+  Effect.map(stateOf(limiter, model), (state) => ({
+    requests: state?.budgets.requests.used,
+    input: state?.budgets.input.used,
+    output: state?.budgets.output.used,
+    tokens: state?.budgets.tokens.used
+  }))
+
+/** The `RequestTooLarge` an acquisition fails with (any other end fails the test). */
+const tooLarge = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(
+    Effect.flip(effect),
+    (error) =>
+      error._tag === "RequestTooLarge"
+        ? Effect.succeed(error as unknown as RequestTooLarge)
+        : Effect.dieMessage(`expected RequestTooLarge, got ${error._tag}`)
+  )
+
+/** A 429 refusal as the transport reads it, asking for `retryAfter` (none when undefined). */
+const refusedWith = (retryAfter?: Duration.DurationInput) =>
+  new RateLimited({
+    message: "Rate limit reached",
+    status: 429,
+    ...(retryAfter === undefined ? {} : { retryAfter: Duration.decode(retryAfter) })
+  })
 
 /** Moves the TestClock in steps until `fiber` is done; bounded in steps. */
 const driveUntilDone = <A, E>(fiber: Fiber.Fiber<A, E>, step: Duration.DurationInput, maxSteps = 1000) =>
@@ -47,47 +81,74 @@ const settled = <A, E>(fiber: Fiber.Fiber<A, E>, what: string) =>
 const maxInAnyWindow = (times: ReadonlyArray<number>, windowMs: number): number =>
   Math.max(0, ...times.map((t) => times.filter((u) => u >= t && u < t + windowMs).length))
 
+/** The times at which `tickets` are admitted, all asked at once, with the clock moved in `step`s until all are. */
+const admissionTimes = (
+  limiter: RateLimiter.RateLimiter.Service,
+  tickets: ReadonlyArray<RateLimiter.Ticket>,
+  step: Duration.DurationInput
+) =>
+  Effect.gen(function*() {
+    const times: Array<number> = []
+    const fiber = yield* Effect.fork(Effect.forEach(
+      tickets,
+      (t) =>
+        Effect.zipRight(
+          limiter.acquire(t),
+          Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => times.push(now)))
+        ),
+      { concurrency: "unbounded" }
+    ))
+    yield* driveUntilDone(fiber, step)
+    return times
+  })
+
 describe("RateLimiter", () => {
   it.effect("never admits more than the request quota in any interval of the window's length", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 5, tpm: 1_000_000 } }, window: "10 seconds" })
-      const times: Array<number> = []
-      const all = Effect.forEach(
-        Array.from({ length: 23 }, () => ticket()),
-        (t) =>
-          Effect.zipRight(
-            limiter.acquire(t),
-            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => times.push(now)))
-          ),
-        { concurrency: "unbounded" }
-      )
-      const fiber = yield* Effect.fork(all)
-      yield* driveUntilDone(fiber, "250 millis")
+      const times = yield* admissionTimes(limiter, Array.from({ length: 23 }, () => ticket()), "250 millis")
       assert.strictEqual(times.length, 23)
       assert.strictEqual(maxInAnyWindow(times, 10_000), 5)
       // and it used the quota: 23 requests at 5 per 10 s take four full windows, not more
       assert.isAtMost(Math.max(...times), 40_250)
     }))
 
-  it.effect("never admits more than the token quota in any window, and a request that can never fit fails at once", () =>
+  it.effect("never admits more than the combined token quota in any window, and a request that can never fit fails at once", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 1000, tpm: 100 } }, window: "10 seconds" })
-      const times: Array<number> = []
-      const fiber = yield* Effect.fork(Effect.forEach(
-        Array.from({ length: 9 }, () => ticket(30)),
-        (t) =>
-          Effect.zipRight(
-            limiter.acquire(t),
-            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => times.push(now)))
-          ),
-        { concurrency: "unbounded" }
-      ))
-      yield* driveUntilDone(fiber, "500 millis")
+      const times = yield* admissionTimes(limiter, Array.from({ length: 9 }, () => ticket(30)), "500 millis")
+      assert.strictEqual(times.length, 9)
       assert.strictEqual(maxInAnyWindow(times, 10_000), 3)
-      const error = yield* refusal(limiter.acquire(ticket(101)))
-      assert.strictEqual(error._tag, "RequestTooLarge")
+      const error = yield* tooLarge(limiter.acquire(ticket(101)))
+      assert.strictEqual(error.budget, "tokens")
       assert.strictEqual(error.limit, 100)
       assert.strictEqual(error.requested, 101)
+      // the combined budget counts input and output together: 60 in and 41 out do not fit either
+      const split = yield* tooLarge(limiter.acquire({ key: "key#1", model: "m", input: 60, output: 41 }))
+      assert.deepInclude(split, { budget: "tokens", requested: 101, limit: 100 })
+    }))
+
+  it.effect("each budget binds on its own: input and output tokens, each in any window and each refused when too large", () =>
+    Effect.gen(function*() {
+      for (
+        const [budget, quota, request] of [
+          ["input", { rpm: 1000, itpm: 100, otpm: 1_000_000 }, { input: 30, output: 1 }],
+          ["output", { rpm: 1000, itpm: 1_000_000, otpm: 100 }, { input: 1, output: 30 }]
+        ] as const
+      ) {
+        const limiter = yield* limiterWith({ limits: { m: quota }, window: "10 seconds" })
+        const times = yield* admissionTimes(
+          limiter,
+          Array.from({ length: 9 }, () => ({ key: "key#1", model: "m", ...request })),
+          "500 millis"
+        )
+        assert.strictEqual(maxInAnyWindow(times, 10_000), 3, budget)
+        const state = yield* stateOf(limiter)
+        assert.strictEqual(state?.binding, budget, budget)
+        assert.deepInclude(state?.budgets[budget], { limit: 100, source: "configured" }, budget)
+        const error = yield* tooLarge(limiter.acquire({ key: "key#1", model: "m", [budget]: 101 }))
+        assert.deepInclude(error, { budget, requested: 101, limit: 100 }, budget)
+      }
     }))
 
   it.effect("serves waiting callers in arrival order", () =>
@@ -113,16 +174,16 @@ describe("RateLimiter", () => {
       yield* Effect.yieldNow()
       const third = yield* Effect.fork(limiter.acquire(ticket()))
       yield* Effect.yieldNow()
-      assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 3)
+      assert.strictEqual((yield* stateOf(limiter))?.waiting, 3)
       yield* Fiber.interrupt(second)
-      assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 2)
+      assert.strictEqual((yield* stateOf(limiter))?.waiting, 2)
       yield* TestClock.adjust("10 seconds")
       yield* Fiber.join(head)
       assert.isTrue(Option.isNone(yield* Fiber.poll(third)))
       yield* TestClock.adjust("10 seconds")
       yield* Fiber.join(third)
       // the interrupted caller's request was never counted
-      assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 1)
+      assert.deepStrictEqual(yield* usedOf(limiter), { requests: 1, input: 10, output: 0, tokens: 10 })
     }))
 
   it.effect("interrupting the caller at the head, or one whose turn has just come, hands the turn on", () =>
@@ -142,9 +203,9 @@ describe("RateLimiter", () => {
       yield* TestClock.adjust("10 seconds")
       yield* settled(last, "the caller behind an interrupted turn")
       assert.isTrue(Exit.isInterrupted(yield* Fiber.await(next)))
-      const [state] = yield* limiter.snapshot
+      const state = yield* stateOf(limiter)
       assert.strictEqual(state?.waiting, 0)
-      assert.strictEqual(state?.usedRequests, 1)
+      assert.strictEqual(state?.budgets.requests.used, 1)
       // and the line is free for the next caller
       const after = yield* Effect.fork(limiter.acquire(ticket()))
       yield* TestClock.adjust("10 seconds")
@@ -192,7 +253,7 @@ describe("RateLimiter", () => {
           if (!cancelled.has(index)) assert.include(order, index)
         }
         assert.isAtMost(maxInAnyWindow(admitted.map((a) => a.at), 1_000), 3)
-        const [state] = yield* limiter.snapshot
+        const state = yield* stateOf(limiter)
         assert.strictEqual(state?.waiting, 0)
         // every entry the store admitted reached a caller
         assert.strictEqual((yield* Metric.value(ClientMetrics.limiterAdmitted)).count - admittedBefore, admitted.length)
@@ -203,15 +264,15 @@ describe("RateLimiter", () => {
     Effect.gen(function*() {
       const keep = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 1000 } } })
       const p1 = yield* keep.acquire(ticket(300))
-      yield* p1.reconcile(100)
-      assert.strictEqual((yield* keep.snapshot)[0]?.usedTokens, 300)
-      yield* p1.reconcile(450)
-      assert.strictEqual((yield* keep.snapshot)[0]?.usedTokens, 450)
+      yield* p1.reconcile({ input: 100, output: 0 })
+      assert.deepStrictEqual(yield* usedOf(keep), { requests: 1, input: 300, output: 0, tokens: 300 })
+      yield* p1.reconcile({ input: 450, output: 0 })
+      assert.deepStrictEqual(yield* usedOf(keep), { requests: 1, input: 450, output: 0, tokens: 450 })
 
       const actual = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 1000 } }, reconcile: "actual" })
       const p2 = yield* actual.acquire(ticket(300))
-      yield* p2.reconcile(100)
-      assert.strictEqual((yield* actual.snapshot)[0]?.usedTokens, 100)
+      yield* p2.reconcile({ input: 100, output: 0 })
+      assert.deepStrictEqual(yield* usedOf(actual), { requests: 1, input: 100, output: 0, tokens: 100 })
     }))
 
   it.effect("a caller waiting for tokens goes as soon as a reservation shrinks or comes back, not at the next expiry", () =>
@@ -222,19 +283,19 @@ describe("RateLimiter", () => {
         reconcile: "actual"
       })
       // 600 reserved (prompt + max_tokens); the next 600 must wait, the window would free them in 10 s
-      const first = yield* limiter.acquire(ticket(600))
+      const first = yield* limiter.acquire({ key: "key#1", model: "m", input: 100, output: 500 })
       const second = yield* Effect.fork(limiter.acquire(ticket(600)))
       yield* Effect.yieldNow()
       assert.isTrue(Option.isNone(yield* Fiber.poll(second)))
-      // the answer said 250 tokens: 850 fit, and the head of the line goes without the clock moving
-      yield* first.reconcile(250)
+      // the answer said 100 in and 150 out: 850 fit, and the head of the line goes without the clock moving
+      yield* first.reconcile({ input: 100, output: 150 })
       const granted = yield* settled(second, "the head after a reservation shrank")
-      assert.strictEqual((yield* limiter.snapshot)[0]?.usedTokens, 850)
+      assert.strictEqual((yield* stateOf(limiter))?.budgets.tokens.used, 850)
       // the same when a reservation is given back
       const third = yield* Effect.fork(limiter.acquire(ticket(600)))
       yield* Effect.yieldNow()
       assert.isTrue(Option.isNone(yield* Fiber.poll(third)))
-      yield* granted.cancel
+      yield* granted.settle("unsent")
       yield* settled(third, "the head after a reservation came back")
       assert.strictEqual(yield* Clock.currentTimeMillis, 0)
     }))
@@ -263,8 +324,9 @@ describe("RateLimiter", () => {
       const first = yield* limiter.acquire(ticket(600))
       const second = yield* Effect.fork(limiter.acquire(ticket(600)))
       yield* Effect.yieldNow()
+      assert.isTrue(Option.isNone(yield* Fiber.poll(second)))
       // the store is about to say "wait 10 s" when the first answer gives 350 tokens back
-      yield* first.reconcile(250)
+      yield* first.reconcile({ input: 250, output: 0 })
       yield* Deferred.succeed(gate, undefined)
       yield* settled(second, "the head whose capacity came back during the store's answer")
     }))
@@ -282,7 +344,7 @@ describe("RateLimiter", () => {
       // the window is full: reserve.now changes nothing, the caller waits in line through reserve until it frees
       const third = yield* Effect.fork(limiter.acquire(ticket()))
       const permit = yield* driveUntilDone(third, "1 second")
-      assert.strictEqual(permit.tokens, 10)
+      assert.deepStrictEqual(permit.cost, { requests: 1, input: 10, output: 0, tokens: 10 })
       assert.strictEqual(calls.now, 3)
       assert.isAtLeast(calls.effect, 2)
       assert.strictEqual(yield* Clock.currentTimeMillis, 10_000)
@@ -312,29 +374,35 @@ describe("RateLimiter", () => {
       const counting = (withNow: boolean) => countingStore("restamp", calls, withNow)
       const options = { margin: 0, window: "10 seconds", limits: { m: { rpm: 1, tpm: 1_000_000 } } } as const
       // the next request waits until the first's entry leaves the window: 10 s after its answer came, not its sending
-      const waitAfterAnswer = (store: Layer.Layer<LimiterStore.LimiterStore>, answer: "succeeded" | "answered") =>
+      const waitAfterAnswer = (
+        store: Layer.Layer<LimiterStore.LimiterStore>,
+        outcome: "succeeded" | "unanswered" | "failed"
+      ) =>
         Effect.gen(function*() {
           const limiter = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(store, options))
           const start = yield* Clock.currentTimeMillis
           const first = yield* limiter.acquire(ticket())
           yield* TestClock.adjust("3 seconds")
-          yield* first[answer]
+          yield* first.settle(outcome)
           const next = yield* Effect.fork(limiter.acquire(ticket()))
           yield* driveUntilDone(next, "1 second")
           return (yield* Clock.currentTimeMillis) - start
         })
       assert.strictEqual(yield* waitAfterAnswer(counting(true), "succeeded"), 13_000)
       assert.deepStrictEqual(calls, { now: 1, effect: 0 })
-      assert.strictEqual(yield* waitAfterAnswer(counting(true), "answered"), 13_000)
+      assert.strictEqual(yield* waitAfterAnswer(counting(true), "unanswered"), 13_000)
       assert.deepStrictEqual(calls, { now: 2, effect: 0 })
+      // an error answer restamps as well (then gives its tokens back)
+      assert.strictEqual(yield* waitAfterAnswer(counting(true), "failed"), 13_000)
+      assert.deepStrictEqual(calls, { now: 3, effect: 0 })
       // without restamp.now, the same through restamp
       assert.strictEqual(yield* waitAfterAnswer(counting(false), "succeeded"), 13_000)
-      assert.deepStrictEqual(calls, { now: 2, effect: 1 })
+      assert.deepStrictEqual(calls, { now: 3, effect: 1 })
       // a limiter that learns its limits observes every answer: through restamp, whose count it learns from
       const learning = yield* Effect.provide(RateLimiter.RateLimiter, limiterOn(counting(true), { tier: "auto" }))
       const permit = yield* learning.acquire(ticket())
-      yield* permit.succeeded
-      assert.deepStrictEqual(calls, { now: 2, effect: 2 })
+      yield* permit.settle("succeeded")
+      assert.deepStrictEqual(calls, { now: 3, effect: 2 })
     }))
 
   it.effect("onGranted sees a permit granted just as its caller is interrupted, so that the caller can give it back", () =>
@@ -359,12 +427,12 @@ describe("RateLimiter", () => {
             Effect.exit(restore(limiter.acquire(ticket(), (permit) => {
               granted = permit
             }))),
-            (exit): Effect.Effect<void, RequestTooLarge | LimiterUnavailable> =>
+            (exit): Effect.Effect<void, RateLimiter.Refusal> =>
               Exit.isSuccess(exit)
                 ? Effect.sync(() => {
                   received++
                 })
-                : Effect.zipRight(granted?.cancel ?? Effect.void, Effect.asVoid(exit))
+                : Effect.zipRight(granted?.settle("unsent") ?? Effect.void, Effect.asVoid(exit))
           )
         )
       )
@@ -377,16 +445,16 @@ describe("RateLimiter", () => {
       // the interruption won: the caller never received the permit, its guard gave it back
       assert.strictEqual(received, 0)
       assert.isDefined(granted)
-      assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 0)
+      assert.deepStrictEqual(yield* usedOf(limiter), { requests: 0, input: 0, output: 0, tokens: 0 })
     }))
 
   it.effect("an answered request counts from the answer, so it never leaves the window before the server's count", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 1, tpm: 1_000_000 } }, window: "10 seconds" })
       const permit = yield* limiter.acquire(ticket())
-      // the request took 2 s to reach the server and be answered
+      // the request took 2 s to reach the server, and no answer came
       yield* TestClock.adjust("2 seconds")
-      yield* permit.answered
+      yield* permit.settle("unanswered")
       const next = yield* Effect.fork(limiter.acquire(ticket()))
       yield* TestClock.adjust("8 seconds")
       assert.isTrue(Option.isNone(yield* Fiber.poll(next)))
@@ -397,19 +465,60 @@ describe("RateLimiter", () => {
   it.effect("a failed request gives back what it reserved: tokens always, the request when never counted", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 1000 } } })
-      const refunded = yield* limiter.acquire(ticket(300))
-      yield* refunded.refund
-      const cancelled = yield* limiter.acquire(ticket(200))
-      yield* cancelled.cancel
-      const state = (yield* limiter.snapshot)[0]
-      assert.strictEqual(state?.usedTokens, 0)
-      assert.strictEqual(state?.usedRequests, 1)
+      const refunded = yield* limiter.acquire({ key: "key#1", model: "m", input: 300, output: 100 })
+      yield* refunded.settle("failed")
+      const cancelled = yield* limiter.acquire({ key: "key#1", model: "m", input: 200, output: 100 })
+      yield* cancelled.settle("unsent")
+      assert.deepStrictEqual(yield* usedOf(limiter), { requests: 1, input: 0, output: 0, tokens: 0 })
     }))
 
-  it.effect("live headers replace the preset limits and count usage the process did not send", () =>
+  it.effect("a permit settles once: a later settlement changes nothing and paces nothing", () =>
     Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 1, tpm: 1000 } } })
+      const permit = yield* limiter.acquire(ticket(300))
+      assert.isFalse(yield* permit.settle("unsent"))
+      // a throttled settlement at the limit would close the bucket: as a second settlement, it does nothing
+      assert.isFalse(yield* permit.settle("throttled", refusedWith("5 seconds")))
+      yield* permit.settle("succeeded")
+      const state = yield* stateOf(limiter)
+      assert.deepStrictEqual(yield* usedOf(limiter), { requests: 0, input: 0, output: 0, tokens: 0 })
+      assert.strictEqual(state?.blockedMs, 0)
+    }))
+
+  it.effect("a snapshot shows what the window counts now: entries that left it are not counted", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 10, tpm: 1000 } }, window: "10 seconds" })
+      const permit = yield* limiter.acquire(ticket(300))
+      yield* permit.settle("succeeded")
+      yield* TestClock.adjust("9999 millis")
+      // asking the store (wouldWait does) is what the snapshot should do by itself
+      yield* limiter.wouldWait(ticket())
+      assert.deepStrictEqual(yield* usedOf(limiter), { requests: 1, input: 300, output: 0, tokens: 300 })
+      yield* TestClock.adjust("1 millis")
+      yield* limiter.wouldWait(ticket())
+      assert.deepStrictEqual(yield* usedOf(limiter), { requests: 0, input: 0, output: 0, tokens: 0 })
+    }))
+
+  // KNOWN BUG (reported, src/layers/RateLimiter.ts `snapshot`): the buckets to refresh are listed once, when the
+  // limiter is built (none then), so a snapshot shows the usage of the bucket's last store operation instead of the
+  // window's count now. Remove `.fails` once `snapshot` asks the store for every bucket each time it runs.
+  it.effect("a snapshot alone asks the store: an entry that left the window is not counted", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 10, tpm: 1000 } }, window: "10 seconds" })
+      const permit = yield* limiter.acquire(ticket(300))
+      yield* permit.settle("succeeded")
+      yield* TestClock.adjust("10 seconds")
+      assert.deepStrictEqual(yield* usedOf(limiter), { requests: 0, input: 0, output: 0, tokens: 0 })
+    }))
+
+  it.effect("live headers replace the preset limits they name and count usage the process did not send", () =>
+    Effect.gen(function*() {
+      // standard4000's table gives gpt-4o 30,000 requests, 30M input and 30M output tokens, no combined budget
       const limiter = yield* limiterWith({ tier: "standard4000" })
       yield* limiter.acquire(ticket(10, "gpt-4o"))
+      const before = yield* stateOf(limiter, "gpt-4o")
+      assert.deepInclude(before?.budgets.requests, { limit: 30_000, source: "plan" })
+      assert.deepInclude(before?.budgets.tokens, { limit: undefined, source: "unknown" })
       yield* limiter.learn(
         "key#1",
         "gpt-4o",
@@ -422,52 +531,60 @@ describe("RateLimiter", () => {
         }),
         200
       )
-      const state = (yield* limiter.snapshot).find((s) => s.model === "gpt-4o")
-      assert.strictEqual(state?.limitRequests, 3)
-      assert.strictEqual(state?.limitTokens, 500)
-      assert.isTrue(state?.fromHeaders)
+      const state = yield* stateOf(limiter, "gpt-4o")
+      assert.deepInclude(state?.budgets.requests, { limit: 3, source: "header" })
+      assert.deepInclude(state?.budgets.tokens, { limit: 500, source: "header" })
+      // the headers say nothing of input and output: the plan's limits stay
+      assert.deepInclude(state?.budgets.input, { limit: 30_000_000, source: "plan" })
+      assert.deepInclude(state?.budgets.output, { limit: 30_000_000, source: "plan" })
       // the server counts 2 requests and 100 tokens; this process sent 1 request of 10 tokens
-      assert.strictEqual(state?.usedRequests, 2)
-      assert.strictEqual(state?.usedTokens, 100)
+      assert.strictEqual(state?.budgets.requests.used, 2)
+      assert.strictEqual(state?.budgets.tokens.used, 100)
       // one more fits, the next waits for the window
       yield* limiter.acquire(ticket(10, "gpt-4o"))
       assert.isTrue(yield* limiter.wouldWait(ticket(10, "gpt-4o")))
     }))
 
-  it.effect("an unpredicted 429 closes the bucket until the server's reset and widens the margin", () =>
+  it.effect("a 429 at a limit closes the bucket for the server's time and widens the margin; its headers alone do neither", () =>
     Effect.gen(function*() {
-      const limiter = yield* limiterWith({ limits: { m: { rpm: 100, tpm: 100_000 } }, margin: "100 millis" })
+      const limiter = yield* limiterWith({ limits: { m: { rpm: 10, tpm: 100_000 } }, margin: "100 millis" })
+      // the headers of a 429 teach limits, nothing more (this used to close the bucket and widen the margin)
       yield* limiter.learn("key#1", "m", new RateLimitInfo({ retryAfter: Duration.seconds(3), observedAt: 0 }), 429)
-      const state = (yield* limiter.snapshot)[0]
-      assert.strictEqual(state?.blockedMs, 3000)
-      assert.strictEqual(state?.marginMs, 350)
+      assert.deepInclude(yield* stateOf(limiter), { blockedMs: 0, marginMs: 100 })
+      // the window holds 10 of 10 requests when the last is refused: a refusal at the limit
+      const permits = yield* Effect.forEach(Array.from({ length: 10 }, () => ticket()), (t) => limiter.acquire(t))
+      assert.isFalse(yield* permits[9]!.settle("throttled", refusedWith("3 seconds")))
+      assert.deepInclude(yield* stateOf(limiter), { blockedMs: 3000, marginMs: 350 })
+      // the window has room again (the refused request was removed), yet the bucket stays closed for 3 s
+      assert.strictEqual((yield* stateOf(limiter))?.budgets.requests.used, 9)
       const fiber = yield* Effect.fork(limiter.acquire(ticket()))
       yield* TestClock.adjust("2999 millis")
       assert.isTrue(Option.isNone(yield* Fiber.poll(fiber)))
       yield* TestClock.adjust("1 millis")
-      yield* Fiber.join(fiber)
+      yield* settled(fiber, "the caller after the bucket reopened")
     }))
 
   it.effect("a widened margin narrows a step per calm window after the first, back to the configured one", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({
-        limits: { m: { rpm: 100, tpm: 100_000 } },
+        limits: { m: { rpm: 100, tpm: 100 } },
         margin: "100 millis",
         window: "10 seconds"
       })
-      const margin = Effect.map(limiter.snapshot, (states) => states[0]?.marginMs)
-      const unpredicted429 = Effect.flatMap(
-        Clock.currentTimeMillis,
-        (now) =>
-          limiter.learn("key#1", "m", new RateLimitInfo({ retryAfter: Duration.seconds(1), observedAt: now }), 429)
+      const margin = Effect.map(stateOf(limiter), (state) => state?.marginMs)
+      // 95 of 100 tokens in the window with the refused request: at the limit; the server asks for no wait, so the
+      // bucket is not closed and the next 429 can come at once
+      const refusedAtLimit = Effect.flatMap(
+        limiter.acquire(ticket(95)),
+        (permit) => permit.settle("throttled", refusedWith(Duration.zero))
       )
-      yield* unpredicted429
+      yield* refusedAtLimit
       assert.strictEqual(yield* margin, 350)
       // a second 429 in the same window is the same misjudgement; one a window later widens again
-      yield* unpredicted429
+      yield* refusedAtLimit
       assert.strictEqual(yield* margin, 350)
       yield* TestClock.adjust("10 seconds")
-      yield* unpredicted429
+      yield* refusedAtLimit
       assert.strictEqual(yield* margin, 600)
       // calm: the first window keeps it, each further one narrows it by a step
       yield* TestClock.adjust("19999 millis")
@@ -479,20 +596,39 @@ describe("RateLimiter", () => {
       yield* TestClock.adjust("60 seconds")
       assert.strictEqual(yield* margin, 100, "never below the configured margin")
       // a 429 after the calm widens from the configured margin again
-      yield* unpredicted429
+      yield* refusedAtLimit
       assert.strictEqual(yield* margin, 350)
     }))
 
-  it.effect("estimates a chat body: prompt plus the output cap, or the default cap, or the learnt one", () =>
+  it.effect("estimates a chat body: its prompt in, and out the output cap, or the model's learnt cap, or the default", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({ defaultMaxOutputTokens: 500 })
       const body = { model: "m", messages: [{ role: "user", content: "Hello there" }] }
       // 3 priming + 3 per message + "Hello" (2) + "there" (2)
-      assert.deepStrictEqual(limiter.cost("/chat/completions", { ...body, max_tokens: 50 }), { model: "m", tokens: 60 })
-      assert.deepStrictEqual(limiter.cost("/chat/completions", body), { model: "m", tokens: 510 })
+      assert.deepStrictEqual(limiter.cost("/chat/completions", { ...body, max_tokens: 50 }), {
+        model: "m",
+        input: 10,
+        output: 50
+      })
+      assert.deepStrictEqual(
+        limiter.cost("/chat/completions", { ...body, max_tokens: 50, max_completion_tokens: 70 }),
+        { model: "m", input: 10, output: 70 }
+      )
+      assert.deepStrictEqual(limiter.cost("/chat/completions", body), { model: "m", input: 10, output: 500 })
+      yield* limiter.learnModels(
+        Schema.decodeUnknownSync(ModelList)({ data: [{ id: "m", meta_data: { max_output_length: 800 } }] })
+      )
+      assert.deepStrictEqual(limiter.cost("/chat/completions", body), { model: "m", input: 10, output: 800 })
+      // embeddings generate nothing; an audio model is metered by requests alone
       assert.deepStrictEqual(limiter.cost("/embeddings", { model: "e", input: ["abcd", "abcdefgh"] }), {
         model: "e",
-        tokens: 3
+        input: 3,
+        output: 0
+      })
+      assert.deepStrictEqual(limiter.cost("/audio/transcriptions", { model: "whisper-large-v3" }), {
+        model: "whisper-large-v3",
+        input: 0,
+        output: 0
       })
     }))
 })

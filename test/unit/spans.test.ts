@@ -11,7 +11,7 @@ import * as Tracer from "effect/Tracer"
 import { ResponseSummary, serverOf, spanOf } from "../../src/internal/telemetry.js"
 import * as Testing from "../../src/layers/Testing.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
-import { chat, stack } from "./transportStack.js"
+import { chat, chatBody, chatOptions, stack } from "./transportStack.js"
 
 /** The attributes a `ResponseSummary` shows after reading `bodies`. */
 const summaryOf = (...bodies: ReadonlyArray<unknown>) => {
@@ -205,7 +205,8 @@ describe("the operation's span, through InferenceHttpClient", () => {
     return Effect.gen(function*() {
       const tracer = yield* recording(spans)
       const http = yield* InferenceHttpClient
-      yield* http.json(chat(), Schema.Unknown)
+      // holds the window's only slot (the limiter counts a request by its operation's model and parameters)
+      yield* http.json(chat(), Schema.Unknown, chatOptions)
       const fiber = yield* Effect.fork(
         http.json(chat(), Schema.Unknown, { span: operation, model: "m" }).pipe(Effect.withTracer(tracer))
       )
@@ -240,10 +241,14 @@ describe("the operation's span, through InferenceHttpClient", () => {
     return Effect.gen(function*() {
       const tracer = yield* recording(spans)
       const http = yield* InferenceHttpClient
+      // its prompt and its 100 output tokens, against a combined budget of 50
       const error = yield* Effect.flip(
-        http.json(chat(), Schema.Unknown, { span: operation, model: "m" }).pipe(Effect.withTracer(tracer))
+        http.json(chat(), Schema.Unknown, { span: { ...operation, params: chatBody }, model: "m" }).pipe(
+          Effect.withTracer(tracer)
+        )
       )
       assert.strictEqual(error._tag, "RequestTooLarge")
+      assert.strictEqual(error._tag === "RequestTooLarge" ? error.budget : undefined, "tokens")
       const { attributes, ended, span } = only(spans, "chat m")
       assert.strictEqual(ended, "failure")
       if (span.status._tag === "Ended" && Exit.isFailure(span.status.exit)) {
@@ -259,6 +264,7 @@ describe("the operation's span, through InferenceHttpClient", () => {
         "gen_ai.request.model": "m",
         "server.address": "aifs.test",
         "server.port": 80,
+        "gen_ai.request.max_tokens": 100,
         "aifs.operation": "Chat.create",
         "error.type": "RequestTooLarge"
       })

@@ -23,7 +23,7 @@ import { RateLimiter as RateLimiterTag } from "../../src/layers/RateLimiter.js"
 import * as Testing from "../../src/layers/Testing.js"
 import type { ApiError } from "../../src/schemas/Errors.js"
 import { InferenceHttpClient, type RequestOptions } from "../../src/services/InferenceHttpClient.js"
-import { chat, chatBody, stack, type StackOptions } from "./transportStack.js"
+import { chat, chatBody, chatOptions, stack, type StackOptions } from "./transportStack.js"
 
 /** Polls `check` (a few hundred rounds, each a short live sleep) until it holds; fails naming `what` otherwise. */
 const until = (what: string, check: Effect.Effect<boolean>) =>
@@ -99,7 +99,7 @@ const afterWaiting = (
   return Effect.gen(function*() {
     const http = yield* InferenceHttpClient
     const start = yield* Clock.currentTimeMillis
-    yield* http.json(chat(), Schema.Unknown)
+    yield* http.json(chat(), Schema.Unknown, chatOptions)
     const fiber = yield* Effect.fork(run(http))
     if (waitMs > 0) {
       yield* until("the request waits in the limiter", timerIn(waitMs))
@@ -131,8 +131,9 @@ const afterWaiting = (
   })))
 }
 
+/** The chat request as `Chat.create` sends it (the limiter counts it), with `options` over its own. */
 const json = (options: RequestOptions) => (http: InferenceHttpClient.Service) =>
-  http.json(chat(), Schema.Unknown, options)
+  http.json(chat(), Schema.Unknown, { ...chatOptions, ...options })
 
 describe("time limits count from sending, not from the wait in the limiter", () => {
   it.effect("Timeout(firstByte) fires exactly its limit after sending, however long the request waited", () =>
@@ -286,7 +287,7 @@ const streamingServer = (firstByteAfter: Duration.DurationInput) => {
 
 describe("the limits of a stream", () => {
   const streamed = (options: RequestOptions) => (http: InferenceHttpClient.Service) =>
-    Stream.runDrain(http.jsonStream(chat(), Schema.Unknown, options))
+    Stream.runDrain(http.jsonStream(chat(), Schema.Unknown, { ...chatOptions, ...options }))
 
   it.effect("Timeout(idle) ends a stream silent for its idle limit, counted from its last event", () =>
     Effect.gen(function*() {
@@ -340,15 +341,15 @@ describe("a request routed to the queue (queueRouting)", () => {
     )
     return Effect.gen(function*() {
       const http = yield* InferenceHttpClient
-      yield* http.json(chat(), Schema.Unknown)
+      yield* http.json(chat(), Schema.Unknown, chatOptions)
       // the window is spent: this one would wait a minute; its own limits were meant for /v2
       const fiber = yield* Effect.fork(
-        http.json(chat(), Schema.Unknown, { timeout: "2 seconds", firstByteTimeout: "1 second" })
+        http.json(chat(), Schema.Unknown, { ...chatOptions, timeout: "2 seconds", firstByteTimeout: "1 second" })
       )
       yield* until("the request is sent", Effect.sync(() => sent.length === 2))
       assert.deepStrictEqual(sent[1], { url: "http://aifs.test/queue/chat/completions", at: 0 })
       const limiter = yield* RateLimiterTag
-      assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 1, "the queued request holds no permit")
+      assert.strictEqual((yield* limiter.snapshot)[0]?.budgets.requests.used, 1, "the queued request holds no permit")
       yield* Effect.repeatN(Effect.yieldNow(), 20)
       yield* TestClock.adjust("29999 millis")
       yield* Effect.repeatN(Effect.yieldNow(), 20)
@@ -374,9 +375,9 @@ describe("a request routed to the queue (queueRouting)", () => {
       })
       yield* Effect.gen(function*() {
         const http = yield* InferenceHttpClient
-        yield* http.json(chat(), Schema.Unknown)
+        yield* http.json(chat(), Schema.Unknown, chatOptions)
         const limiter = yield* RateLimiterTag
-        assert.strictEqual((yield* limiter.snapshot)[0]?.usedRequests, 1)
+        assert.strictEqual((yield* limiter.snapshot)[0]?.budgets.requests.used, 1)
       }).pipe(Effect.provide(stack(client, { limiter: { queueRouting: true } })))
       // the window spent, a route the queue does not mirror, or another base: the request waits its turn
       for (
@@ -385,8 +386,8 @@ describe("a request routed to the queue (queueRouting)", () => {
         const request = HttpClientRequest.post(path).pipe(HttpClientRequest.bodyUnsafeJson(chatBody))
         yield* Effect.gen(function*() {
           const http = yield* InferenceHttpClient
-          yield* http.json(request, Schema.Unknown, { base })
-          const fiber = yield* Effect.fork(http.json(request, Schema.Unknown, { base }))
+          yield* http.json(request, Schema.Unknown, { base, model: "m" })
+          const fiber = yield* Effect.fork(http.json(request, Schema.Unknown, { base, model: "m" }))
           yield* Effect.repeatN(Effect.yieldNow(), 20)
           const limiter = yield* RateLimiterTag
           assert.strictEqual((yield* limiter.snapshot)[0]?.waiting, 1, `${base} ${path} waits`)

@@ -12,7 +12,7 @@ import * as InferenceHttp from "../../src/layers/InferenceHttp.js"
 import * as LimiterStore from "../../src/layers/LimiterStore.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
-import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
+import { InferenceHttpClient, type RequestOptions } from "../../src/services/InferenceHttpClient.js"
 import { limiterOn } from "../helpers/stores.js"
 
 /** The body of the chat request the tests send (model `m`). */
@@ -20,6 +20,15 @@ export const chatBody = { model: "m", messages: [{ role: "user", content: "hello
 
 /** A chat request for model `m`. */
 export const chat = () => HttpClientRequest.post("/chat/completions").pipe(HttpClientRequest.bodyUnsafeJson(chatBody))
+
+/**
+ * The options `Chat.create` sends `chat()` with: the limiter counts a request from its operation's parameters (the
+ * span's `params`, never the body parsed back), so a request without them holds no permit.
+ */
+export const chatOptions = {
+  model: chatBody.model,
+  span: { name: "Chat.create", operation: "chat", params: chatBody }
+} as const satisfies RequestOptions
 
 /** What `stack` takes. */
 export interface StackOptions {
@@ -64,14 +73,18 @@ export const plain = (client: HttpClient.HttpClient): Layer.Layer<InferenceHttpC
 export const answering = (respond: (request: HttpClientRequest.HttpClientRequest) => Response): HttpClient.HttpClient =>
   HttpClient.make((request) => Effect.succeed(HttpClientResponse.fromWeb(request, respond(request))))
 
-/** What the limiter counts for model `m` now, and what one chat request reserves. */
+/**
+ * What the limiter counts for model `m` now (requests, and the combined tokens: input and output together), and what
+ * one chat request reserves of the combined budget (its input estimate and its output cap).
+ */
 export const counted = Effect.gen(function*() {
   const limiter = yield* RateLimiter.RateLimiter
   const state = (yield* limiter.snapshot).find((s) => s.model === "m")
+  const cost = limiter.cost("/chat/completions", chatBody)
   return {
-    requests: state?.usedRequests ?? 0,
-    tokens: state?.usedTokens ?? 0,
+    requests: state?.budgets.requests.used ?? 0,
+    tokens: state?.budgets.tokens.used ?? 0,
     waiting: state?.waiting ?? 0,
-    reserved: limiter.cost("/chat/completions", chatBody).tokens
+    reserved: cost.input + cost.output
   }
 })

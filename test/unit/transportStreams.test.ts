@@ -1,8 +1,8 @@
 /**
  * What the transport makes of an event stream and of a text body (src/layers/InferenceHttp.ts): which responses are
  * an event stream, what a 200 that is not one reports, how error events, blank events, terminators padded with
- * spaces and chunks that are not JSON end or pass, which usage settles a stream's reservation, and which request
- * bodies the limiter estimates.
+ * spaces and chunks that are not JSON end or pass, which usage settles a stream's reservation, and what the limiter
+ * counts a request by (the operation's model and parameters, never its body).
  */
 import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -22,7 +22,7 @@ import * as Testing from "../../src/layers/Testing.js"
 import type { ApiError } from "../../src/schemas/Errors.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
 import { recorder } from "./helpers.js"
-import { answering, chat, chatBody, counted, plain, stack } from "./transportStack.js"
+import { answering, chat, chatBody, chatOptions, counted, plain, stack } from "./transportStack.js"
 
 const encoder = new TextEncoder()
 
@@ -164,7 +164,7 @@ describe("the events of a JSON stream", () => {
   it.effect("chunks that are not objects (numbers, strings, null) pass as values, under a limiter too", () =>
     Effect.gen(function*() {
       const http = yield* InferenceHttpClient
-      const values = yield* Stream.runCollect(http.jsonStream(chat(), Schema.Unknown))
+      const values = yield* Stream.runCollect(http.jsonStream(chat(), Schema.Unknown, chatOptions))
       assert.deepStrictEqual(Chunk.toReadonlyArray(values), [7, "x", null, { usage: 3 }, { usage: null }])
       const after = yield* counted
       assert.deepInclude(after, { requests: 1, tokens: after.reserved })
@@ -203,29 +203,52 @@ describe("the time limits of a stream", () => {
 })
 
 describe("the usage that settles a stream's reservation", () => {
-  it.effect("the last chunk that reports a usage, whatever chunks follow it", () =>
+  /** What the limiter counts of each token budget for model `m` now. */
+  const tokenBudgets = Effect.map(
+    Effect.flatMap(RateLimiter.RateLimiter, (limiter) => limiter.snapshot),
+    (states) => {
+      const budgets = states.find((s) => s.model === "m")?.budgets
+      return { input: budgets?.input.used, output: budgets?.output.used, tokens: budgets?.tokens.used }
+    }
+  )
+
+  it.effect("the last chunk that reports a usage, whatever chunks follow it: its input and output, and their sum", () =>
     Effect.gen(function*() {
       const http = yield* InferenceHttpClient
-      yield* Stream.runDrain(http.jsonStream(chat(), Schema.Unknown))
-      assert.strictEqual((yield* counted).tokens, 9)
+      yield* Stream.runDrain(http.jsonStream(chat(), Schema.Unknown, chatOptions))
+      assert.deepStrictEqual(yield* tokenBudgets, { input: 3, output: 6, tokens: 9 })
     }).pipe(Effect.provide(stack(
       Testing.httpClient(() => ({
-        sse: [{ id: "a", usage: { total_tokens: 4 } }, { id: "b", usage: { total_tokens: 9 } }, { id: "c" }, {
-          id: "d",
-          usage: null
-        }]
+        sse: [
+          { id: "a", usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 } },
+          { id: "b", usage: { prompt_tokens: 3, completion_tokens: 6, total_tokens: 9 } },
+          { id: "c" },
+          { id: "d", usage: null }
+        ]
+      })),
+      { limiter: { reconcile: "actual" } }
+    ))))
+
+  it.effect("a usage in the Responses API's words (input_tokens, output_tokens) settles it the same way", () =>
+    Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      yield* Stream.runDrain(http.jsonStream(chat(), Schema.Unknown, chatOptions))
+      assert.deepStrictEqual(yield* tokenBudgets, { input: 4, output: 7, tokens: 11 })
+    }).pipe(Effect.provide(stack(
+      Testing.httpClient(() => ({
+        sse: [{ id: "a", usage: { input_tokens: 4, output_tokens: 7, total_tokens: 11 } }]
       })),
       { limiter: { reconcile: "actual" } }
     ))))
 })
 
-describe("the bodies the limiter estimates", () => {
+describe("what the limiter counts a request by", () => {
   it.effect("a JSON answer that is not an object (a number, a string, null) leaves the reservation as it was", () =>
     Effect.gen(function*() {
       for (const body of [7, "done", null, [1, 2]]) {
         const after = yield* Effect.gen(function*() {
           const http = yield* InferenceHttpClient
-          const result = yield* http.json(chat(), Schema.Unknown)
+          const result = yield* http.json(chat(), Schema.Unknown, chatOptions)
           return { value: result.value, ...(yield* counted) }
         }).pipe(Effect.provide(stack(
           Testing.httpClient(() => ({ body: JSON.stringify(body), headers: { "content-type": "application/json" } })),
@@ -236,11 +259,12 @@ describe("the bodies the limiter estimates", () => {
       }
     }))
 
-  it.effect("only JSON request bodies: a multipart upload or a text body holds no permit, whatever it says", () =>
+  it.effect("without the operation's model a request holds no permit, whatever its body says (the body is never parsed)", () =>
     Effect.gen(function*() {
       const form = new FormData()
       form.append("model", "m")
       const requests = [
+        chat(),
         HttpClientRequest.post("/audio/transcriptions").pipe(HttpClientRequest.bodyFormData(form)),
         HttpClientRequest.post("/chat/completions").pipe(
           HttpClientRequest.setBody(HttpBody.text(JSON.stringify(chatBody), "text/plain"))
@@ -259,6 +283,37 @@ describe("the bodies the limiter estimates", () => {
         assert.deepStrictEqual(snapshot, [], request.body._tag)
       }
     }))
+
+  it.effect("the cost is the operation's parameters' (its input estimate and output cap), not the body's", () =>
+    Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      const limiter = yield* RateLimiter.RateLimiter
+      // the body asks for 100 output tokens; the parameters the operation was made of, for 5
+      const params = { ...chatBody, max_tokens: 5 }
+      yield* http.json(chat(), Schema.Unknown, { model: "m", span: { name: "Chat.create", operation: "chat", params } })
+      const cost = limiter.cost("/chat/completions", params)
+      assert.strictEqual(cost.output, 5)
+      assert.isAbove(cost.input, 0)
+      const budgets = (yield* limiter.snapshot).find((s) => s.model === "m")?.budgets
+      assert.deepStrictEqual(
+        [budgets?.requests.used, budgets?.input.used, budgets?.output.used, budgets?.tokens.used],
+        [1, cost.input, 5, cost.input + 5]
+      )
+    }).pipe(Effect.provide(stack(Testing.httpClient(() => ({ body: {} }))))))
+
+  it.effect("an upload that names its model in the options counts as one request and no tokens", () =>
+    Effect.gen(function*() {
+      const http = yield* InferenceHttpClient
+      const form = new FormData()
+      form.append("model", "m")
+      const upload = HttpClientRequest.post("/audio/transcriptions").pipe(HttpClientRequest.bodyFormData(form))
+      yield* http.json(upload, Schema.Unknown, { model: "m" })
+      const budgets = (yield* (yield* RateLimiter.RateLimiter).snapshot).find((s) => s.model === "m")?.budgets
+      assert.deepStrictEqual(
+        [budgets?.requests.used, budgets?.input.used, budgets?.output.used, budgets?.tokens.used],
+        [1, 0, 0, 0]
+      )
+    }).pipe(Effect.provide(stack(Testing.httpClient(() => ({ body: {} }))))))
 })
 
 describe("queue routing is off unless asked for", () => {
@@ -267,8 +322,8 @@ describe("queue routing is off unless asked for", () => {
       const urls: Array<string> = []
       yield* Effect.gen(function*() {
         const http = yield* InferenceHttpClient
-        yield* http.json(chat(), Schema.Unknown)
-        const fiber = yield* Effect.fork(http.json(chat(), Schema.Unknown))
+        yield* http.json(chat(), Schema.Unknown, chatOptions)
+        const fiber = yield* Effect.fork(http.json(chat(), Schema.Unknown, chatOptions))
         yield* Effect.repeatN(Effect.yieldNow(), 20)
         assert.strictEqual((yield* counted).waiting, 1)
         yield* Fiber.interrupt(fiber)

@@ -20,7 +20,7 @@ import * as Transport from "../../src/internal/transport.js"
 import type { ApiError } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
-import { answering, chat, counted, plain, stack } from "./transportStack.js"
+import { answering, chat, chatOptions, counted, plain, stack } from "./transportStack.js"
 
 /** A body that arrives as `chunks`, then fails as a dropped connection would (or ends, with `end`). */
 const chunked = (chunks: ReadonlyArray<string>, end: "drop" | "close" = "close") => {
@@ -165,7 +165,7 @@ describe("a failed connection's cause is searched for its code", () => {
   const through = (fail: (request: HttpClientRequest.HttpClientRequest) => HttpClientError.HttpClientError) =>
     Effect.gen(function*() {
       const http = yield* InferenceHttpClient
-      const error = yield* failureOf(http.json(chat(), Schema.Unknown))
+      const error = yield* failureOf(http.json(chat(), Schema.Unknown, chatOptions))
       return { error, ...(yield* counted) }
     }).pipe(Effect.provide(stack(HttpClient.make((request) => Effect.fail(fail(request))))))
 

@@ -48,7 +48,7 @@ const handler = (state: EmulatorState, mode: LimitMode, task: "transcribe" | "tr
     }
     const text = generatePieces(seed, "", 12 + (seed % 24)).join("")
     const tokens = countTokens(text)
-    const headers = yield* admit(state, key, model, tokens, mode)
+    const headers = yield* admit(state, key, model, { input: 0, output: tokens }, mode)
     // about 16 kB per second of audio, at least one second
     const duration = Math.max(1, Math.round(file.content.length / 16_000 * 100) / 100)
     const language = task === "translate" ? "english" : upload.fields["language"] ?? "english"

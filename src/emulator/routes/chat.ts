@@ -110,7 +110,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     yield* checkSampling(params)
     const model = yield* requireModel(params.model, "chat", "chat completions")
     const plan = planChat(model, params)
-    const headers = yield* admit(state, key, model, plan.promptTokens + plan.completionTokens, mode)
+    const headers = yield* admit(state, key, model, { input: plan.promptTokens, output: plan.completionTokens }, mode)
     const n = state.next()
     const id = `chatcmpl-${n.toString(36).padStart(6, "0")}`
     const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)

@@ -46,7 +46,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
       completion_tokens: completionTokens,
       total_tokens: promptTokens + completionTokens
     })
-    const headers = yield* admit(state, key, model, promptTokens + completionTokens, mode)
+    const headers = yield* admit(state, key, model, { input: promptTokens, output: completionTokens }, mode)
     const id = `cmpl-${state.next().toString(36).padStart(6, "0")}`
     const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
     const encode = (choices: Completion["choices"], withUsage: boolean) =>

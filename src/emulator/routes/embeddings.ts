@@ -33,7 +33,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
       return yield* reject(400, `dimensions must be an integer from 1 to ${model.dimensions ?? dimensions}`)
     }
     const tokens = inputs.reduce((n, text) => n + countTokens(text), 0)
-    const headers = yield* admit(state, key, model, tokens, mode)
+    const headers = yield* admit(state, key, model, { input: tokens, output: 0 }, mode)
     const base64 = params.encoding_format === "base64"
     // the wire shape is written out here: the client's schema decodes base64 into numbers, the emulator must
     // send the string

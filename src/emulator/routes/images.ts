@@ -57,7 +57,7 @@ export const generations = (state: EmulatorState, mode: LimitMode) =>
       const n = params.n ?? 1
       yield* checkN(n)
       if (params.prompt.trim() === "") return yield* reject(400, "prompt must not be empty")
-      const headers = yield* admit(state, key, model, countTokens(params.prompt), mode)
+      const headers = yield* admit(state, key, model, { input: countTokens(params.prompt), output: 0 }, mode)
       return HttpServerResponse.unsafeJson({
         created: Math.floor((yield* Clock.currentTimeMillis) / 1000),
         data: images(hash(`${model.id}\u0000${params.prompt}`), n, params.size, params.prompt)
@@ -82,7 +82,7 @@ export const edits = (state: EmulatorState, mode: LimitMode) =>
       const prompt = yield* requireField(upload, "prompt")
       const n = Number(upload.fields["n"] ?? "1")
       yield* checkN(n)
-      const headers = yield* admit(state, key, model, countTokens(prompt), mode)
+      const headers = yield* admit(state, key, model, { input: countTokens(prompt), output: 0 }, mode)
       const seed = hash(`${model.id}\u0000${prompt}\u0000${image.content.length}\u0000${image.filename}`)
       return HttpServerResponse.unsafeJson({
         created: Math.floor((yield* Clock.currentTimeMillis) / 1000),

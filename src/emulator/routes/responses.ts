@@ -212,7 +212,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     }
     yield* checkSampling(params)
     const p = plan(model, params)
-    const headers = yield* admit(state, key, model, p.chat.promptTokens + p.outputTokens, mode)
+    const headers = yield* admit(state, key, model, { input: p.chat.promptTokens, output: p.outputTokens }, mode)
     const id = `resp_${state.next().toString(36).padStart(8, "0")}`
     const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
     if (params.stream === true) {

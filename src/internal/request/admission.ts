@@ -9,9 +9,10 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import type { Permit, RateLimiter, Restore } from "../../layers/RateLimiter.js"
-import type { ApiError, LimiterUnavailable, RequestTooLarge } from "../../schemas/Errors.js"
+import type { RateLimiter } from "../../layers/RateLimiter.js"
+import type { ApiError } from "../../schemas/Errors.js"
 import type { RequestOptions } from "../../services/InferenceHttpClient.js"
+import type { Permit, Refusal, Restore, Ticket } from "../limiter/types.js"
 
 /** What an attempt goes out with: the limiter's permit, its options (maybe routed to the queue) and its model. */
 export interface Admission {
@@ -27,13 +28,6 @@ export interface FirstAdmission {
   admission: Admission | undefined
 }
 
-/** What the limiter counts for a request. */
-interface Ticket {
-  readonly key: string
-  readonly model: string
-  readonly tokens: number
-}
-
 /** The routes the queue root mirrors: a request to one of these may be routed there. */
 const queueable = new Set([
   "/chat/completions",
@@ -44,30 +38,21 @@ const queueable = new Set([
   "/images/generations"
 ])
 
-const decoder = new TextDecoder()
-
-/** The parsed JSON body of a request, when it has one (the limiter estimates its cost). */
-const jsonBody = (request: HttpClientRequest.HttpClientRequest): unknown => {
-  const body = request.body
-  if (body._tag !== "Uint8Array" || !body.contentType.includes("json")) return undefined
-  try {
-    return JSON.parse(decoder.decode(body.body))
-  } catch {
-    return undefined
-  }
-}
-
 /**
  * The admissions of one key's requests by `limiter` (`keyId`: the key's fingerprint now, renewed or not) while `line`
  * is open; once it is closed, no request leaves the line.
  */
 export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { readonly open: boolean }) => {
-  /** What the limiter counts for a request: none when it names no model (the body is parsed only for this). */
-  const ticketOf = (request: HttpClientRequest.HttpClientRequest): Ticket | undefined => {
-    const body = jsonBody(request)
-    if (body === undefined) return undefined
-    const { model, tokens } = limiter.cost(request.url, body)
-    return model === undefined ? undefined : { key: keyId(), model, tokens }
+  /**
+   * What the limiter counts for a request, from the parameters it was made of (the operation's, as its span holds
+   * them: never the serialised body parsed back): none when it names no model. An upload (audio) counts as a request.
+   */
+  const ticketOf = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions): Ticket | undefined => {
+    const params = options.span?.params
+    const cost = params === undefined ? undefined : limiter.cost(request.url, params)
+    const model = options.model ?? cost?.model
+    if (model === undefined) return undefined
+    return { key: keyId(), model, input: cost?.input ?? 0, output: cost?.output ?? 0 }
   }
 
   /**
@@ -102,13 +87,10 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
   const admitted = <B, E, R>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
-    refused: (
-      failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>,
-      options: RequestOptions
-    ) => Effect.Effect<never, ApiError>,
+    refused: (failed: Effect.Effect<never, Refusal>, options: RequestOptions) => Effect.Effect<never, ApiError>,
     then: (admission: Admission, restore: Restore) => Effect.Effect<B, E, R>
   ): Effect.Effect<B, ApiError | E, R> => {
-    const ticket = ticketOf(request)
+    const ticket = ticketOf(request, options)
     const now = (admission: Admission) => Effect.uninterruptibleMask((restore) => then(admission, restore))
     if (ticket === undefined) return now({ permit: undefined, options, model: undefined })
     // a caller waiting in line holds its place and `then`, not the attempt's machinery
@@ -120,7 +102,7 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
       }
       // granted after the line closed: the place goes back at once (another process may use it), and the caller
       // waits until it is interrupted
-      if (!line.open) return Effect.zipRight(acquired.value.cancel, restore(Effect.never))
+      if (!line.open) return Effect.zipRight(acquired.value.settle("unsent"), restore(Effect.never))
       return then({ permit: acquired.value, options, model: ticket.model, key: ticket.key }, restore)
     })
     return routed(request, options, ticket, now, acquire)
@@ -134,10 +116,7 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
   const first = <B, E2, R2>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
-    refused: (
-      failed: Effect.Effect<never, RequestTooLarge | LimiterUnavailable>,
-      options: RequestOptions
-    ) => Effect.Effect<never, ApiError>,
+    refused: (failed: Effect.Effect<never, Refusal>, options: RequestOptions) => Effect.Effect<never, ApiError>,
     use: (first: FirstAdmission, waitedMs: number) => Effect.Effect<B, E2, R2>
   ): Effect.Effect<B, ApiError | E2, R2> =>
     // the clock read in this step: a caller waiting in line holds this one closure, not `clockWith`'s three
@@ -149,8 +128,8 @@ export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { 
         // an admission `use` did not take goes back, however `use` ends (`then` runs uninterruptibly: `ensuring`
         // in fewer steps)
         const givenBack = <X, EX>(end: Effect.Effect<X, EX>) => {
-          const cancel = first.admission?.permit?.cancel
-          return cancel === undefined ? end : Effect.zipRight(cancel, end)
+          const permit = first.admission?.permit
+          return permit === undefined ? end : Effect.zipRight(permit.settle("unsent"), end)
         }
         return Effect.matchCauseEffect(
           restore(Effect.suspend(() => use(first, clock.unsafeCurrentTimeMillis() - arrived))),

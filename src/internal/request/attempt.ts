@@ -8,15 +8,15 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
-import type { Permit, Restore } from "../../layers/RateLimiter.js"
 import type { ApiError } from "../../schemas/Errors.js"
 import type { RateLimitInfo } from "../../schemas/RateLimit.js"
 import type { RequestOptions, ResponseMetadata } from "../../services/InferenceHttpClient.js"
 import { pacedByLimiter } from "../errors.js"
+import { outcomeOf as settlementOf } from "../limiter/settlement.js"
+import type { Permit, Restore } from "../limiter/types.js"
 import { firstByteTimedOut, totalTimedOut } from "../transport.js"
 import type { Admission, Admissions, FirstAdmission } from "./admission.js"
 import type { Deadlines } from "./deadline.js"
-import { settleFailed } from "./permit.js"
 
 /** The time limits of an attempt. */
 export interface Timeouts {
@@ -188,22 +188,22 @@ const outcomeOf = ({ key, model, permit }: Admission, learn: Deps["learn"]): Out
     model === undefined || answer.rateLimit === undefined
       ? Effect.void
       : learn(key, model, answer.rateLimit, answer.status ?? 0)
-  /** The permit's settlement of a failed exchange, and the error to fail with. */
-  const settlement = (permit: Permit, error: ApiError): Effect.Effect<ApiError> => {
-    // a 429 the server did not count: the slot comes back, and a limiter that learns its limits measures them;
-    // when it then paces the retry itself (it waits until the window frees), the retry need not wait
-    if (error._tag === "RateLimited") {
-      return Effect.map(permit.throttled, (paced) => paced ? pacedByLimiter(error) : error)
-    }
-    return Effect.as(settleFailed(permit, error), error)
-  }
+  /**
+   * The permit's settlement of a failed exchange, and the error to fail with: a 429 the limiter then paces itself
+   * (it waits until the window frees) need not wait for the server's time first.
+   */
+  const settlement = (permit: Permit, error: ApiError): Effect.Effect<ApiError> =>
+    Effect.map(
+      permit.settle(settlementOf(error), error),
+      (paced) => paced && error._tag === "RateLimited" ? pacedByLimiter(error) : error
+    )
   const state: Outcome = {
     sending: false,
     settled: false,
     succeeded: (meta) =>
       Effect.uninterruptible(Effect.suspend(() => {
         state.settled = true
-        return permit?.succeeded ?? Effect.void
+        return permit === undefined ? Effect.void : Effect.asVoid(permit.settle("succeeded"))
       })).pipe(Effect.zipRight(learnt(meta))),
     failed: (error) =>
       Effect.uninterruptible(Effect.suspend(() => {
@@ -213,9 +213,7 @@ const outcomeOf = ({ key, model, permit }: Admission, learn: Deps["learn"]): Out
     unsettled: () =>
       state.settled || permit === undefined
         ? Effect.void
-        : state.sending
-        ? permit.answered
-        : permit.cancel
+        : Effect.asVoid(permit.settle(state.sending ? "unanswered" : "unsent"))
   }
   return state
 }

@@ -14,6 +14,7 @@ import type { ServerSentEvent } from "../../services/InferenceHttpClient.js"
 import type { RequestOptions } from "../../services/InferenceHttpClient.js"
 import { mapChunksUntil, type Stepped } from "../chunked.js"
 import { excerpt, fromHttpClientError, fromStreamError } from "../errors.js"
+import { reconcile, usageOf } from "../limiter/settlement.js"
 import { eventReader } from "../sse.js"
 import { isModelOperation, ResponseSummary } from "../telemetry.js"
 import { readBounded } from "../transport.js"
@@ -21,7 +22,6 @@ import type { Sent } from "./attempt.js"
 import type { Deadlines, Limit } from "./deadline.js"
 import { decoder } from "./decode.js"
 import { answered } from "./instruments.js"
-import { reconcile, usageTotal } from "./permit.js"
 
 /** A 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show. */
 export const expectEventStream = (redact: (text: string) => string) => (sent: Sent): Effect.Effect<Sent, ApiError> => {
@@ -137,7 +137,7 @@ export const decodeJsonEvents = <A, I>(
         failure = value.left
         break
       }
-      if (usageTotal(value.right) !== undefined) usage = value.right
+      if (usageOf(value.right) !== undefined) usage = value.right
       answer?.summary.observe(value.right)
       values.push(value.right)
     }

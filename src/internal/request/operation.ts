@@ -163,7 +163,7 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
           const kept: FirstAdmission = { admission: first.admission }
           first.admission = undefined
           return Effect.as(
-            Effect.addFinalizer(() => Effect.suspend(() => kept.admission?.permit?.cancel ?? Effect.void)),
+            Effect.addFinalizer(() => Effect.suspend(() => kept.admission?.permit?.settle("unsent") ?? Effect.void)),
             tracedStream(run(kept), options, server, kept, waitedMs)
           )
         })).pipe((effect) => waited(effect, waitedMs)))

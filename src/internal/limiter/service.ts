@@ -1,0 +1,118 @@
+/**
+ * The limiter as a service, wired from its parts: the buckets (one per key and model, with the limits its plan,
+ * options or headers give and what it learns), admission, permits and the learner on one store.
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import type { LimiterStore } from "../../layers/LimiterStore.js"
+import * as Budgets from "../budgets.js"
+import * as Plans from "../plans.js"
+import type { BodyEstimate } from "../tokens.js"
+import * as Admission from "./admission.js"
+import * as Bucket from "./bucket.js"
+import * as Core from "./core.js"
+import * as Headers from "./headers.js"
+import type { BucketState, Options, Service, Ticket } from "./types.js"
+
+/** A model's configured limits: its own over those for every model. */
+const configuredOf = (limits: Options["limits"], model: string): Bucket.Configured => {
+  const quota = limits === undefined ? {} : { ...limits["*"], ...limits[model] }
+  return { requests: quota.rpm, input: quota.itpm, output: quota.otpm, tokens: quota.tpm }
+}
+
+/** The limiter's shared state for `options`, on `store`. */
+const coreOf = (options: Options, store: LimiterStore.Service): Effect.Effect<Core.Core> =>
+  Effect.map(SubscriptionRef.make<ReadonlyArray<BucketState>>([]), (states) => ({
+    store,
+    windowMs: Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1))),
+    baseMarginMs: Duration.toMillis(Duration.decode(options.margin ?? Duration.millis(200))),
+    waiter: crypto.randomUUID(),
+    reconcile: options.reconcile ?? "keep",
+    buckets: new Map(),
+    spent: new Map(),
+    states,
+    watchers: 0
+  }))
+
+/** What a request's parameters cost, by `estimate`: whole tokens, rounded up (what a shared store can count). */
+const costing = (options: Options, estimate: (path: string, params: unknown) => BodyEstimate) => {
+  const maxOutput = new Map<string, number>(Object.entries(options.maxOutputTokens ?? {}))
+  const cost: Service["cost"] = (path, params) => {
+    const { generates, maxOutputTokens, model, promptTokens } = estimate(path, params)
+    if (model !== undefined && Plans.requestsOnly(model)) return { model, input: 0, output: 0 }
+    const output = !generates ? 0 : maxOutputTokens ??
+      (model === undefined ? undefined : maxOutput.get(model)) ?? options.defaultMaxOutputTokens ?? 1024
+    return { model, input: Math.ceil(promptTokens), output: Math.ceil(output) }
+  }
+  const learnModels: Service["learnModels"] = (models) =>
+    Effect.sync(() => {
+      for (const model of models.data) {
+        const max = model.meta_data?.max_output_length
+        if (typeof max === "number" && max > 0 && !Object.hasOwn(options.maxOutputTokens ?? {}, model.id)) {
+          maxOutput.set(model.id, max)
+        }
+      }
+    })
+  return { cost, learnModels }
+}
+
+/** The limiter with `options`, on `store`, estimating with `estimate`. */
+export const make = (
+  options: Options,
+  store: LimiterStore.Service,
+  estimate: (path: string, params: unknown) => BodyEstimate
+): Effect.Effect<Service> =>
+  Effect.map(coreOf(options, store), (core) => {
+    const tier = options.tier ?? "auto"
+    const bucketOf = (key: string, model: string): Bucket.Bucket => {
+      const known = core.buckets.get(`${key}\u0000${model}`)
+      if (known !== undefined) return known
+      const preset = tier === "auto" ? undefined : Plans.presetOf(tier, model)
+      const start = Bucket.startingLimits(preset, configuredOf(options.limits, model), Plans.requestsOnly(model))
+      const bucket = Bucket.make(key, model, start.limits, start.learns, core.baseMarginMs)
+      core.buckets.set(bucket.id, bucket)
+      return bucket
+    }
+    const costOf = (ticket: Ticket) => Budgets.cost(ticket.input ?? 0, ticket.output ?? 0)
+    const acquireWith: Service["acquireWith"] = (ticket, then) =>
+      Admission.acquireWith(core, bucketOf(ticket.key, ticket.model), costOf(ticket), then)
+    const states = Effect.clockWith((clock) =>
+      Effect.sync(() =>
+        [...core.buckets.values()].map((bucket) => Core.stateOf(core, bucket, clock.unsafeCurrentTimeMillis()))
+      )
+    )
+    return {
+      ...costing(options, estimate),
+      acquire: (ticket, onGranted) =>
+        acquireWith(ticket, (acquired) => {
+          if (Exit.isSuccess(acquired)) onGranted?.(acquired.value)
+          return acquired
+        }),
+      acquireWith,
+      wouldWait: (ticket) => Admission.wouldWait(core, bucketOf(ticket.key, ticket.model), costOf(ticket)),
+      // an answer with no limits teaches nothing (the bucket is known from then on): the common case, in a step
+      learn: (key, model, info) =>
+        Headers.carriesLimits(info)
+          ? Headers.learn(core, bucketOf(key, model), info)
+          : Effect.sync(() => void bucketOf(key, model)),
+      // the buckets as they are when it runs: each one's usage asked of the store now
+      snapshot: Effect.suspend(() =>
+        Effect.zipRight(
+          Effect.forEach([...core.buckets.values()], (bucket) => Core.freshUsage(core, bucket), { discard: true }),
+          states
+        )
+      ),
+      changes: Stream.unwrapScoped(
+        Effect.zipRight(
+          Effect.acquireRelease(Effect.sync(() => core.watchers++), () => Effect.sync(() => core.watchers--)),
+          Effect.flatMap(states, (now) => Effect.as(SubscriptionRef.set(core.states, now), core.states.changes))
+        )
+      ),
+      enabled: true,
+      queueRouting: options.queueRouting ?? false
+    }
+  })

@@ -1,0 +1,76 @@
+/**
+ * The plans' tables read by model: what the service's own data says a key of a plan may send to a model a minute,
+ * as budgets (requests, input tokens, output tokens), and what it costs. The tables are generated from the portal's
+ * exports (`planTables.ts`); this module only looks them up.
+ * @internal
+ */
+import { type Dimension, type Limit, type Limits, noLimits, shared } from "./budgets.js"
+import { type Figure, type ModelRow, plans } from "./planTables.js"
+
+/** A plan of the service: the name `AIFS_TIER` takes. */
+export type Plan = keyof typeof plans
+
+/** Every plan, legacy ones first, as the tables list them. */
+export const planNames = Object.keys(plans) as ReadonlyArray<Plan>
+
+/** Whether `name` names a plan. */
+export const isPlan = (name: string | undefined): name is Plan => name !== undefined && Object.hasOwn(plans, name)
+
+/** A model's row in a plan's table, by its API id (or an id the API is inferred to use for it); ids are exact. */
+export const rowOf = (plan: Plan, model: string): ModelRow | undefined => {
+  const table = plans[plan]
+  const models: Readonly<Record<string, ModelRow>> = table.models
+  const aliases: Readonly<Record<string, string>> = table.aliases
+  if (Object.hasOwn(models, model)) return models[model]
+  const alias = Object.hasOwn(aliases, model) ? aliases[model] : undefined
+  return alias === undefined ? undefined : models[alias]
+}
+
+const limitOf = (figure: Figure): Limit => typeof figure === "number" ? { value: figure, source: "plan" } : shared
+
+/**
+ * A model's limits on a plan: requests, input and output tokens from its row (no combined budget: the plans have
+ * none); `undefined` when the plan's table lacks the model (its limits are then learnt).
+ */
+export const presetOf = (plan: Plan, model: string): Limits | undefined => {
+  const row = rowOf(plan, model)
+  if (row === undefined) return undefined
+  return { ...noLimits, requests: limitOf(row[0]), input: limitOf(row[1]), output: limitOf(row[2]) }
+}
+
+/** A model's context window on a plan, in tokens, when the table gives one. */
+export const contextOf = (plan: Plan, model: string): number | undefined => rowOf(plan, model)?.[3]
+
+/** A model's prices on a plan: EUR per million input and output tokens. */
+export const pricesOf = (
+  plan: Plan,
+  model: string
+): { readonly input: number; readonly output: number } | undefined => {
+  const row = rowOf(plan, model)
+  return row === undefined ? undefined : { input: row[4], output: row[5] }
+}
+
+/** Models metered by requests alone: their token budgets (tiny, 109 to 870) are not text tokens of an upload. */
+export const requestsOnly = (model: string): boolean => /^whisper/i.test(model)
+
+/**
+ * A quarter of what a request gets of `dimension` on the plans' rows with fixed limits, audio aside: the figure a
+ * twentieth of the rows fall below (the fewest is a known error of the data: gpt-4o on standard3000, 10 a request). A
+ * window refused with fewer tokens a request than this was not refused by that token budget on any plan the service
+ * sells, however the tokens were estimated. Scale-free: a window of any length holds requests and tokens alike.
+ */
+export const fewTokensPerRequest = (dimension: Exclude<Dimension, "requests">): number => {
+  const ratios: Array<number> = []
+  for (const plan of planNames) {
+    for (const [model, row] of Object.entries<ModelRow>(plans[plan].models)) {
+      const [requests, input, output] = row
+      const tokens = dimension === "input" ? input : dimension === "output" ? output : sum(input, output)
+      if (requestsOnly(model) || typeof requests !== "number" || typeof tokens !== "number") continue
+      ratios.push(tokens / requests)
+    }
+  }
+  ratios.sort((a, b) => a - b)
+  return ratios[Math.floor(ratios.length / 20)]! / 4
+}
+
+const sum = (a: Figure, b: Figure): Figure => typeof a === "number" && typeof b === "number" ? a + b : "shared"
