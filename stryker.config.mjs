@@ -18,8 +18,24 @@ export const groups = {
     "src/internal/chunked.ts",
     "src/layers/RetryPolicy.ts"
   ],
-  limiter: ["src/layers/RateLimiter.ts", "src/layers/LimiterStore.ts", "src/internal/learning.ts"],
-  redis: ["src/redis.ts"],
+  limiter: [
+    "src/layers/RateLimiter.ts",
+    "src/layers/LimiterStore.ts",
+    "src/internal/learning.ts",
+    "src/internal/budgets.ts",
+    "src/internal/plans.ts",
+    "src/internal/limitsSpec.ts",
+    "src/internal/limiter/admission.ts",
+    "src/internal/limiter/bucket.ts",
+    "src/internal/limiter/core.ts",
+    "src/internal/limiter/headers.ts",
+    "src/internal/limiter/learner.ts",
+    "src/internal/limiter/line.ts",
+    "src/internal/limiter/permits.ts",
+    "src/internal/limiter/service.ts",
+    "src/internal/limiter/settlement.ts"
+  ],
+  redis: ["src/redis.ts", "src/internal/redisLink.ts", "src/internal/redisScripts.ts"],
   transport: [
     "src/internal/transport.ts",
     "src/layers/InferenceHttp.ts",
@@ -31,7 +47,6 @@ export const groups = {
     "src/internal/request/events.ts",
     "src/internal/request/instruments.ts",
     "src/internal/request/operation.ts",
-    "src/internal/request/permit.ts",
     "src/internal/request/retry.ts",
     "src/internal/request/wire.ts",
     "src/internal/telemetry.ts"

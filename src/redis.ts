@@ -191,15 +191,12 @@ export const make = (
   Effect.gen(function*() {
     const prefix = options.prefix ?? "aifs"
     const name = options.name ?? "redis"
+    // a server that does not take them only costs the first operations NOSCRIPT and a second round trip
+    const load = () => Link.loadScripts(client, allScripts).catch(() => undefined)
     yield* Link.firstConnection(client, startMs)
     // a server restarted has lost them: loaded again on every reconnection (meanwhile NOSCRIPT sends the script)
-    yield* Link.listen(client, ["ready"], () => void Link.loadScripts(client, allScripts).catch(() => undefined))
-    if (Link.isUp(client)) {
-      yield* Effect.promise(() => Link.loadScripts(client, allScripts).catch(() => undefined)).pipe(
-        Effect.timeout(Duration.millis(startMs)),
-        Effect.ignore
-      )
-    }
+    yield* Link.listen(client, ["ready"], () => void load())
+    if (Link.isUp(client)) yield* Effect.promise(load).pipe(Effect.timeout(Duration.millis(startMs)), Effect.ignore)
     const subscriber = yield* Link.subscriberOf(client, `${tagOf(prefix, "*")}:released`, startMs)
     const redis = onRedis(client, subscriber, { ...options, prefix, name })
     if (options.onUnavailable === "fail") return redis

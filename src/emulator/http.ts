@@ -356,6 +356,7 @@ export const admit = (
         if (state.budgetReached(key, now)) return yield* budgetReached
         window.record(now, request)
         state.charge(key, model.id, tokens, now)
+        // a shared quota has no number of the key's own to report
         return model.proprietary && meter.source !== "shared" ? rateLimitHeaders(window.status(now, meter.limits)) : {}
       }
       if (admission._tag === "TooLarge") return yield* tooLarge(state, model, admission.by, meter.limits, request)

@@ -24,10 +24,11 @@ export class TimedOut extends Error {
 /**
  * `answer`, or a `TimedOut` once `ms` have passed without it. The verdict waits for the event loop's next look at
  * its sockets after the timer: a process busy on its own (starting, JIT-compiling, decoding a large answer) reads an
- * answer that arrived while it was busy before it decides, so that its own pause is not taken for the server's. A
- * timer of Effect's, or ioredis's `commandTimeout`, fires first and fails an answer that is already there (four
- * processes starting at once on one healthy server fell back to memory in 2 of 3 starts so). It is this module's
- * own timer, not the `Clock`'s: the time limit is the server's, in real time, and costs no fiber per operation.
+ * answer that arrived while it was busy before it decides, so that its own pause is not taken for the server's. After
+ * such a pause Node runs the timers that fell due before it reads its sockets, so a plain timer (Effect's, or
+ * ioredis's `commandTimeout`) fails an answer that is already there: four processes starting at once on one healthy
+ * local server fell back to memory so, most starts. A timer of its own rather than the `Clock`'s: the time limit is
+ * the server's, in real time, and costs no fiber per operation.
  */
 export const within = <A>(answer: Promise<A>, ms: number): Promise<A> =>
   new Promise<A>((resolve, reject) => {
@@ -79,17 +80,18 @@ const connecting = (client: Client) => ["wait", "connecting", "connect"].include
 export const firstConnection = (client: Client, ms: number): Effect.Effect<void> =>
   Effect.async<void>((resume) => {
     if (!connecting(client)) return resume(Effect.void)
-    const done = () => resume(Effect.void)
-    client.once("ready", done)
-    client.once("error", done)
-    client.once("close", done)
+    const ends = ["ready", "error", "close"] as const
+    const off = () => {
+      for (const end of ends) client.off(end, done)
+    }
+    const done = () => {
+      off()
+      resume(Effect.void)
+    }
+    for (const end of ends) client.once(end, done)
     // Stryker disable next-line ConditionalExpression: connecting a client that connects already is refused by ioredis, and ignored
     if (client.status === "wait") client.connect().catch(() => undefined)
-    return Effect.sync(() => {
-      client.off("ready", done)
-      client.off("error", done)
-      client.off("close", done)
-    })
+    return Effect.sync(off)
   }).pipe(Effect.timeout(Duration.millis(ms)), Effect.ignore)
 
 /**

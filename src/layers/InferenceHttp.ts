@@ -97,6 +97,7 @@ export const make: Effect.Effect<
     // under the key the request was admitted with: a renewal meanwhile does not move what it teaches
     learn: (key, model, info, status) =>
       limiter === undefined ? Effect.void : limiter.learn(key ?? credentials.keyId(), model, info, status),
+    spent: (key, error) => limiter === undefined ? Effect.void : limiter.spent(key ?? credentials.keyId(), error),
     prepare,
     send: Wire.sender(client, config, redact),
     deadlines

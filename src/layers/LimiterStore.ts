@@ -346,6 +346,131 @@ const dropLate = (waiters: Array<Waiter>, now: number): void => {
   if (gone > 0) waiters.splice(0, gone)
 }
 
+/** The memory store's state: its buckets, the limits kept, and the last id given out. */
+interface Memory {
+  readonly buckets: Map<string, Bucket>
+  readonly learnt: Map<string, LearntLimits>
+  nextId: number
+}
+
+const bucketOf = (memory: Memory, name: string): Bucket => {
+  let bucket = memory.buckets.get(name)
+  if (bucket === undefined) {
+    bucket = { entries: new SlidingWindowLog.Log(), waiters: [], released: new Map() }
+    memory.buckets.set(name, bucket)
+  }
+  return bucket
+}
+
+/** The bucket at `now`: entries out of the window and waiters gone late dropped. */
+const prunedAt = (memory: Memory, name: string, windowMs: number, now: number): Bucket => {
+  const bucket = bucketOf(memory, name)
+  bucket.entries.prune(now, windowMs)
+  dropLate(bucket.waiters, now)
+  return bucket
+}
+
+/** The wake-up of `waiter`: awaited by `released`, or kept for its next call. */
+const signalOf = (bucket: Bucket, waiter: string): Deferred.Deferred<void> => {
+  let signal = bucket.released.get(waiter)
+  if (signal === undefined) {
+    signal = Deferred.unsafeMake<void>(FiberId.none)
+    bucket.released.set(waiter, signal)
+  }
+  return signal
+}
+
+/** Wakes the waiter first in line: now if it awaits `released`, else at its next `released` (kept for it). */
+const release = (bucket: Bucket): Effect.Effect<void> => {
+  const first = bucket.waiters[0]
+  return first === undefined ? Effect.void : Deferred.succeed(signalOf(bucket, first.id), undefined)
+}
+
+const entryOf = (bucket: Bucket, id: number) => bucket.entries.findLast((e) => e.id === id)
+
+/** Counts one request costing `request` at `now`. */
+const admit = (memory: Memory, { entries }: Bucket, request: Budgets, now: number, windowMs: number) => {
+  const id = ++memory.nextId
+  entries.insert({ ...request, id, at: now })
+  return { _tag: "Admitted" as const, id, usage: usageOf(entries, now, windowMs) }
+}
+
+/** `reserve` on a pruned bucket at `now`: the answer, and whether the waiter first in line should look again. */
+const reserveIn = (
+  memory: Memory,
+  bucket: Bucket,
+  request: Budgets,
+  limits: Limits,
+  now: number,
+  waiter?: string,
+  more?: boolean
+): [Reservation, boolean] => {
+  const { entries, waiters } = bucket
+  const place = waiter === undefined ? -1 : waiters.findIndex((w) => w.id === waiter)
+  if (tooLarge(request, limits)) {
+    if (place >= 0) waiters.splice(place, 1)
+    dropLate(waiters, now)
+    return [{ _tag: "TooLarge" }, place === 0]
+  }
+  const waitMs = waitInLine(
+    waiters,
+    waiter,
+    now,
+    SlidingWindowLog.longest(entries.waitFor(now, request, limits, limits.windowMs))
+  )
+  if (waitMs > 0) {
+    if (place >= 0) waiters[place]!.comeBack = now + waitMs
+    else if (waiter !== undefined) waiters.push({ id: waiter, comeBack: now + waitMs })
+    return [{ _tag: "Wait", waitMs, usage: usageOf(entries, now, limits.windowMs) }, false]
+  }
+  if (place >= 0) waiters.splice(place, 1)
+  // the waiter woken, or queued behind, is one still there
+  dropLate(waiters, now)
+  const admitted = admit(memory, bucket, request, now, limits.windowMs)
+  if (!more || waiter === undefined || waiters[0] === undefined) return [admitted, place === 0]
+  const queuedMs = waitInLine(waiters, waiter, now, 0)
+  waiters.push({ id: waiter, comeBack: now + queuedMs })
+  return [{ ...admitted, queuedMs }, place === 0]
+}
+
+/** `adjust` on a pruned bucket: the usage, and whether a budget went down (capacity came back). */
+const adjustIn = (bucket: Bucket, id: number, tokens: Budgets, now: number, windowMs: number): [Usage, boolean] => {
+  const entry = entryOf(bucket, id)
+  if (entry === undefined) return [usageOf(bucket.entries, now, windowMs), false]
+  const next = { ...entry, input: tokens.input, output: tokens.output, tokens: tokens.tokens }
+  const lowered = next.input < entry.input || next.output < entry.output || next.tokens < entry.tokens
+  bucket.entries.replace(entry, next)
+  return [usageOf(bucket.entries, now, windowMs), lowered]
+}
+
+/** `topUp` on a pruned bucket: the requests and combined tokens the server counted beyond the log's, dated. */
+const topUpIn = (memory: Memory, { entries }: Bucket, count: ServerCount, now: number, windowMs: number) => {
+  const before = usageOf(entries, now, windowMs)
+  const requests = count.requests - before.requests
+  const tokens = count.tokens - before.tokens
+  const at = (ageMs: number) => ({ id: ++memory.nextId, at: now - ageMs, input: 0, output: 0 })
+  if (requests > 0) entries.insert({ ...at(count.requestsAgeMs), requests, tokens: 0 })
+  if (tokens > 0) entries.insert({ ...at(count.tokensAgeMs), requests: 0, tokens })
+  entries.prune(now, windowMs)
+  return usageOf(entries, now, windowMs)
+}
+
+/** `reserve.now`: admits at once when the request fits and nobody waits, else changes nothing. */
+const reserveNowIn = (memory: Memory): LimiterStore.ReserveNow => (name, request, limits, now) => {
+  const bucket = prunedAt(memory, name, limits.windowMs, now)
+  if (bucket.waiters.length > 0 || tooLarge(request, limits)) return undefined
+  const waits = bucket.entries.waitFor(now, request, limits, limits.windowMs)
+  return SlidingWindowLog.longest(waits) > 0 ? undefined : admit(memory, bucket, request, now, limits.windowMs)
+}
+
+/** `restamp.now`: the entry counted from `now` (never earlier than it was). */
+const restampNowIn = (memory: Memory): LimiterStore.RestampNow => (name, id, windowMs, now) => {
+  const bucket = prunedAt(memory, name, windowMs, now)
+  const entry = entryOf(bucket, id)
+  if (entry !== undefined && entry.at < now) bucket.entries.replace(entry, { ...entry, at: now })
+  return usageOf(bucket.entries, now, windowMs)
+}
+
 /**
  * A store in this process's memory, on Effect's `Clock`.
  *
@@ -353,111 +478,34 @@ const dropLate = (waiters: Array<Waiter>, now: number): void => {
  * @category constructors
  */
 export const makeMemory = (): LimiterStore.Infallible => {
-  const buckets = new Map<string, Bucket>()
-  const learnt = new Map<string, LearntLimits>()
-  let nextId = 0
-  const bucketOf = (name: string): Bucket => {
-    let bucket = buckets.get(name)
-    if (bucket === undefined) {
-      bucket = { entries: new SlidingWindowLog.Log(), waiters: [], released: new Map() }
-      buckets.set(name, bucket)
-    }
-    return bucket
-  }
-  /** The bucket at `now`: entries out of the window and waiters gone late dropped. */
-  const prunedAt = (name: string, windowMs: number, now: number): Bucket => {
-    const bucket = bucketOf(name)
-    bucket.entries.prune(now, windowMs)
-    dropLate(bucket.waiters, now)
-    return bucket
-  }
+  const memory: Memory = { buckets: new Map(), learnt: new Map(), nextId: 0 }
   /** Runs `f` on the bucket, pruned, at the clock's now. */
   const at = <A>(name: string, windowMs: number, f: (bucket: Bucket, now: number) => A): Effect.Effect<A> =>
     Effect.clockWith((clock) =>
       Effect.sync(() => {
         const now = clock.unsafeCurrentTimeMillis()
-        return f(prunedAt(name, windowMs, now), now)
+        return f(prunedAt(memory, name, windowMs, now), now)
       })
     )
-  /** Wakes the waiter first in line: now if it awaits `released`, else at its next `released` (kept for it). */
-  const release = (bucket: Bucket): Effect.Effect<void> => {
-    const first = bucket.waiters[0]
-    return first === undefined ? Effect.void : Deferred.succeed(signalOf(bucket, first.id), undefined)
-  }
-  const signalOf = (bucket: Bucket, waiter: string): Deferred.Deferred<void> => {
-    let signal = bucket.released.get(waiter)
-    if (signal === undefined) {
-      signal = Deferred.unsafeMake<void>(FiberId.none)
-      bucket.released.set(waiter, signal)
-    }
-    return signal
-  }
+  /** `at`, then the waiter first in line woken when `f` says capacity came back. */
   const andRelease = <A>(name: string, windowMs: number, f: (bucket: Bucket, now: number) => [A, boolean]) =>
     Effect.flatMap(
       at(name, windowMs, (bucket, now) => [f(bucket, now), bucket] as const),
       ([[a, freed], bucket]) => freed ? Effect.as(release(bucket), a) : Effect.succeed(a)
     )
-  const entryOf = (bucket: Bucket, id: number) => bucket.entries.findLast((e) => e.id === id)
-  /** Counts one request costing `request` at `now`. */
-  const admit = ({ entries }: Bucket, request: Budgets, now: number, windowMs: number) => {
-    const id = ++nextId
-    entries.insert({ ...request, id, at: now })
-    return { _tag: "Admitted" as const, id, usage: usageOf(entries, now, windowMs) }
-  }
-
-  const reserveNow: LimiterStore.ReserveNow = (name, request, limits, now) => {
-    const bucket = prunedAt(name, limits.windowMs, now)
-    if (bucket.waiters.length > 0 || tooLarge(request, limits)) return undefined
-    const waits = bucket.entries.waitFor(now, request, limits, limits.windowMs)
-    return SlidingWindowLog.longest(waits) > 0 ? undefined : admit(bucket, request, now, limits.windowMs)
-  }
-
-  const restampNow: LimiterStore.RestampNow = (name, id, windowMs, now) => {
-    const bucket = prunedAt(name, windowMs, now)
-    const entry = entryOf(bucket, id)
-    if (entry !== undefined && entry.at < now) bucket.entries.replace(entry, { ...entry, at: now })
-    return usageOf(bucket.entries, now, windowMs)
-  }
-
+  const restampNow = restampNowIn(memory)
   return {
     reserve: Object.assign(
       (name: string, request: Budgets, limits: Limits, waiter?: string, more?: boolean) =>
-        andRelease(name, limits.windowMs, (bucket, now): [Reservation, boolean] => {
-          const { entries, waiters } = bucket
-          const place = waiter === undefined ? -1 : waiters.findIndex((w) => w.id === waiter)
-          if (tooLarge(request, limits)) {
-            if (place >= 0) waiters.splice(place, 1)
-            dropLate(waiters, now)
-            return [{ _tag: "TooLarge" }, place === 0]
-          }
-          const waits = entries.waitFor(now, request, limits, limits.windowMs)
-          const waitMs = waitInLine(waiters, waiter, now, SlidingWindowLog.longest(waits))
-          if (waitMs > 0) {
-            if (place >= 0) waiters[place]!.comeBack = now + waitMs
-            else if (waiter !== undefined) waiters.push({ id: waiter, comeBack: now + waitMs })
-            return [{ _tag: "Wait", waitMs, usage: usageOf(entries, now, limits.windowMs) }, false]
-          }
-          if (place >= 0) waiters.splice(place, 1)
-          // the waiter woken, or queued behind, is one still there
-          dropLate(waiters, now)
-          const admitted = admit(bucket, request, now, limits.windowMs)
-          const first = waiters[0]
-          if (!more || waiter === undefined || first === undefined) return [admitted, place === 0]
-          const queuedMs = waitInLine(waiters, waiter, now, 0)
-          waiters.push({ id: waiter, comeBack: now + queuedMs })
-          return [{ ...admitted, queuedMs }, place === 0]
-        }),
-      { now: reserveNow }
+        andRelease(
+          name,
+          limits.windowMs,
+          (bucket, now) => reserveIn(memory, bucket, request, limits, now, waiter, more)
+        ),
+      { now: reserveNowIn(memory) }
     ),
     adjust: (name, id, tokens, windowMs) =>
-      andRelease(name, windowMs, (bucket, now): [Usage, boolean] => {
-        const entry = entryOf(bucket, id)
-        if (entry === undefined) return [usageOf(bucket.entries, now, windowMs), false]
-        const next = { ...entry, input: tokens.input, output: tokens.output, tokens: tokens.tokens }
-        const lowered = next.input < entry.input || next.output < entry.output || next.tokens < entry.tokens
-        bucket.entries.replace(entry, next)
-        return [usageOf(bucket.entries, now, windowMs), lowered]
-      }),
+      andRelease(name, windowMs, (bucket, now) => adjustIn(bucket, id, tokens, now, windowMs)),
     remove: (name, id, windowMs) =>
       andRelease(name, windowMs, (bucket, now): [Usage, boolean] => {
         const entry = entryOf(bucket, id)
@@ -470,21 +518,12 @@ export const makeMemory = (): LimiterStore.Infallible => {
       { now: restampNow }
     ),
     topUp: (name, count, windowMs) =>
-      at(name, windowMs, ({ entries }, now) => {
-        const before = usageOf(entries, now, windowMs)
-        const requests = count.requests - before.requests
-        const tokens = count.tokens - before.tokens
-        const at = (ageMs: number) => ({ id: ++nextId, at: now - ageMs, input: 0, output: 0 })
-        if (requests > 0) entries.insert({ ...at(count.requestsAgeMs), requests, tokens: 0 })
-        if (tokens > 0) entries.insert({ ...at(count.tokensAgeMs), requests: 0, tokens })
-        entries.prune(now, windowMs)
-        return usageOf(entries, now, windowMs)
-      }),
+      at(name, windowMs, (bucket, now) => topUpIn(memory, bucket, count, now, windowMs)),
     usage: (name, windowMs) => at(name, windowMs, ({ entries }, now) => usageOf(entries, now, windowMs)),
     leave: (name, waiter) =>
       Effect.clockWith((clock) =>
         Effect.suspend(() => {
-          const bucket = bucketOf(name)
+          const bucket = bucketOf(memory, name)
           const place = bucket.waiters.findIndex((w) => w.id === waiter)
           if (place >= 0) bucket.waiters.splice(place, 1)
           dropLate(bucket.waiters, clock.unsafeCurrentTimeMillis())
@@ -493,7 +532,7 @@ export const makeMemory = (): LimiterStore.Infallible => {
       ),
     released: (name, waiter) =>
       Effect.suspend(() => {
-        const bucket = bucketOf(name)
+        const bucket = bucketOf(memory, name)
         const signal = signalOf(bucket, waiter)
         // a wake-up is used once
         return Effect.zipLeft(
@@ -501,8 +540,8 @@ export const makeMemory = (): LimiterStore.Infallible => {
           Effect.sync(() => bucket.released.get(waiter) === signal && bucket.released.delete(waiter))
         )
       }),
-    learnt: (name) => Effect.sync(() => learnt.get(name)),
-    keepLearnt: (name, limits) => Effect.sync(() => void learnt.set(name, limits))
+    learnt: (name) => Effect.sync(() => memory.learnt.get(name)),
+    keepLearnt: (name, limits) => Effect.sync(() => void memory.learnt.set(name, limits))
   }
 }
 
@@ -541,6 +580,99 @@ type CacheFile = typeof CacheFile.Type
 
 const earlierVersion = /^\s*\{\s*"version"\s*:\s*1\s*,/
 
+/** What a cached memory store works with: the file system, its directory, the files read, its memory store. */
+interface Cache {
+  readonly fs: FileSystem.FileSystem
+  readonly path: Path.Path
+  readonly directory: string
+  readonly memory: LimiterStore.Infallible
+  readonly files: Map<string, CacheFile["models"]>
+  readonly writing: Effect.Semaphore
+  readonly warned: Set<string>
+}
+
+const warnOnce = (cache: Cache, file: string, what: string) =>
+  Effect.suspend(() => {
+    if (cache.warned.has(file)) return Effect.void
+    cache.warned.add(file)
+    return Effect.logWarning(`aifs: learnt limits: ${what}`)
+  })
+
+/** The bucket's model, and its key's file (named by the key's fingerprint). */
+const where = (cache: Cache, bucket: string) => {
+  const cut = bucket.indexOf("\u0000")
+  const name = `limits-${bucket.slice(0, cut).replace(/[^A-Za-z0-9_-]/g, "")}.json`
+  return { model: bucket.slice(cut + 1), file: cache.path.join(cache.directory, name) }
+}
+
+/** The key's file, read once: missing is empty; unreadable or not such limits is empty, with a warning. */
+const load = (cache: Cache, file: string): Effect.Effect<CacheFile["models"]> =>
+  Effect.suspend(() => {
+    const cached = cache.files.get(file)
+    if (cached !== undefined) return Effect.succeed(cached)
+    return cache.fs.readFileString(file).pipe(
+      // a file of an earlier version held limits learnt by rules since mended: replaced, not warned about
+      Effect.flatMap((text) =>
+        earlierVersion.test(text) ? Effect.succeed({ models: {} }) : Schema.decode(CacheFile)(text)
+      ),
+      Effect.map((content) => content.models),
+      Effect.catchAll((error) =>
+        error._tag === "SystemError" && error.reason === "NotFound"
+          ? Effect.succeed<CacheFile["models"]>({})
+          : Effect.as(
+            warnOnce(
+              cache,
+              file,
+              error._tag === "ParseError"
+                ? `ignoring ${file}: it is not a file of learnt limits`
+                : `cannot read ${file}: ${error.message}`
+            ),
+            {}
+          )
+      ),
+      Effect.tap((models) => Effect.sync(() => cache.files.set(file, models)))
+    )
+  })
+
+/** The limits kept for the bucket: in memory, else in its key's file while younger than the store's lifetime. */
+const learntIn = (cache: Cache, bucket: string) =>
+  Effect.gen(function*() {
+    const known = yield* cache.memory.learnt(bucket)
+    if (known !== undefined) return known
+    const { file, model } = where(cache, bucket)
+    const entry = (yield* load(cache, file))[model]
+    const now = yield* Clock.currentTimeMillis
+    if (entry === undefined || now - entry.learntAt > learntLifetimeSeconds * 1000) return undefined
+    const { learntAt: _, ...limits } = entry
+    yield* cache.memory.keepLearnt(bucket, limits)
+    return limits
+  })
+
+/** Keeps the bucket's limits in memory and in its key's file (a whole file or none; a failure costs one warning). */
+const keepIn = (cache: Cache, bucket: string, limits: LearntLimits) =>
+  Effect.gen(function*() {
+    const { fs } = cache
+    yield* cache.memory.keepLearnt(bucket, limits)
+    const { file, model } = where(cache, bucket)
+    const learntAt = yield* Clock.currentTimeMillis
+    const models = { ...(yield* load(cache, file)), [model]: { ...limits, learntAt } }
+    cache.files.set(file, models)
+    const text = JSON.stringify({ version: 2, models } satisfies CacheFile, null, 2)
+    // written aside, then renamed over the old one
+    const aside = `${file}.${crypto.randomUUID()}.tmp`
+    yield* fs.makeDirectory(cache.directory, { recursive: true }).pipe(
+      Effect.zipRight(fs.writeFileString(aside, text)),
+      Effect.zipRight(fs.rename(aside, file)),
+      Effect.catchAll((error) =>
+        Effect.zipRight(
+          Effect.ignore(fs.remove(aside)),
+          warnOnce(cache, `${file} (write)`, `cannot keep them in ${file}: ${error.message}`)
+        )
+      ),
+      cache.writing.withPermits(1)
+    )
+  })
+
 /**
  * The memory store, with the limits it learns kept in a small file per key in `directory` (`limits-<fingerprint>.json`,
  * named by the key's fingerprint, never the key), so that the next run starts from them. Limits older than the
@@ -569,86 +701,19 @@ export const layerMemoryCached = (
   Layer.effect(
     LimiterStore,
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const memory = makeMemory()
-      const files = new Map<string, CacheFile["models"]>()
-      const writing = yield* Effect.makeSemaphore(1)
-      const warned = new Set<string>()
-      const warnOnce = (file: string, what: string) =>
-        Effect.suspend(() => {
-          if (warned.has(file)) return Effect.void
-          warned.add(file)
-          return Effect.logWarning(`aifs: learnt limits: ${what}`)
-        })
-      /** The bucket's key (a fingerprint) and model, and the key's file. */
-      const where = (bucket: string) => {
-        const cut = bucket.indexOf("\u0000")
-        const key = bucket.slice(0, cut)
-        const name = `limits-${key.replace(/[^A-Za-z0-9_-]/g, "")}.json`
-        return { key, model: bucket.slice(cut + 1), file: path.join(directory, name) }
+      const cache: Cache = {
+        fs: yield* FileSystem.FileSystem,
+        path: yield* Path.Path,
+        directory,
+        memory: makeMemory(),
+        files: new Map(),
+        writing: yield* Effect.makeSemaphore(1),
+        warned: new Set()
       }
-      /** The key's file, read once: missing is empty; unreadable or not such limits is empty, with a warning. */
-      const load = (file: string): Effect.Effect<CacheFile["models"]> =>
-        Effect.suspend(() => {
-          const cached = files.get(file)
-          if (cached !== undefined) return Effect.succeed(cached)
-          return fs.readFileString(file).pipe(
-            // a file of an earlier version held limits learnt by rules since mended: replaced, not warned about
-            Effect.flatMap((text) =>
-              earlierVersion.test(text) ? Effect.succeed({ models: {} }) : Schema.decode(CacheFile)(text)
-            ),
-            Effect.map((content) => content.models),
-            Effect.catchAll((error) =>
-              error._tag === "SystemError" && error.reason === "NotFound"
-                ? Effect.succeed<CacheFile["models"]>({})
-                : Effect.as(
-                  warnOnce(
-                    file,
-                    error._tag === "ParseError"
-                      ? `ignoring ${file}: it is not a file of learnt limits`
-                      : `cannot read ${file}: ${error.message}`
-                  ),
-                  {}
-                )
-            ),
-            Effect.tap((models) => Effect.sync(() => files.set(file, models)))
-          )
-        })
-      const learnt = (bucket: string) =>
-        Effect.gen(function*() {
-          const known = yield* memory.learnt(bucket)
-          if (known !== undefined) return known
-          const { file, model } = where(bucket)
-          const entry = (yield* load(file))[model]
-          const now = yield* Clock.currentTimeMillis
-          if (entry === undefined || now - entry.learntAt > learntLifetimeSeconds * 1000) return undefined
-          const { learntAt: _, ...limits } = entry
-          yield* memory.keepLearnt(bucket, limits)
-          return limits
-        })
-      const keepLearnt = (bucket: string, limits: LearntLimits) =>
-        Effect.gen(function*() {
-          yield* memory.keepLearnt(bucket, limits)
-          const { file, model } = where(bucket)
-          const learntAt = yield* Clock.currentTimeMillis
-          const models = { ...(yield* load(file)), [model]: { ...limits, learntAt } }
-          files.set(file, models)
-          const text = JSON.stringify({ version: 2, models } satisfies CacheFile, null, 2)
-          // a whole file or none: written aside, then renamed over the old one
-          const aside = `${file}.${crypto.randomUUID()}.tmp`
-          yield* fs.makeDirectory(directory, { recursive: true }).pipe(
-            Effect.zipRight(fs.writeFileString(aside, text)),
-            Effect.zipRight(fs.rename(aside, file)),
-            Effect.catchAll((error) =>
-              Effect.zipRight(
-                Effect.ignore(fs.remove(aside)),
-                warnOnce(`${file} (write)`, `cannot keep them in ${file}: ${error.message}`)
-              )
-            ),
-            writing.withPermits(1)
-          )
-        })
-      return { ...memory, learnt, keepLearnt } satisfies LimiterStore.Infallible
+      return {
+        ...cache.memory,
+        learnt: (bucket) => learntIn(cache, bucket),
+        keepLearnt: (bucket, limits) => keepIn(cache, bucket, limits)
+      } satisfies LimiterStore.Infallible
     })
   )

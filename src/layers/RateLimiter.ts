@@ -268,6 +268,7 @@ export const layerDisabled: Layer.Layer<RateLimiter> = Layer.succeed(RateLimiter
   cost: () => ({ model: undefined, input: 0, output: 0 }),
   acquire: () => Effect.succeed(noPermit),
   acquireWith: (_, then) => Effect.uninterruptibleMask((restore) => then(Exit.succeed(noPermit), restore)),
+  spent: () => Effect.void,
   wouldWait: () => Effect.succeed(false),
   learn: () => Effect.void,
   learnModels: () => Effect.void,

@@ -27,9 +27,9 @@ const twoOnOneStore = (holdAt = -1) =>
     let reserves = 0
     const store: LimiterStore.LimiterStore.Service = {
       ...inner,
-      reserve: (bucket, tokens, limits, waiter, more) =>
+      reserve: (bucket, request, limits, waiter, more) =>
         Effect.suspend(() => reserves++ === holdAt ? Deferred.await(gate) : Effect.void).pipe(
-          Effect.zipRight(inner.reserve(bucket, tokens, limits, waiter, more)),
+          Effect.zipRight(inner.reserve(bucket, request, limits, waiter, more)),
           Effect.zipLeft(Effect.sync(() => calls.push(`reserve ${waiter}`)))
         ),
       leave: (bucket, waiter) =>

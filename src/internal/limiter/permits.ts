@@ -71,100 +71,135 @@ const weighKnown = (core: Core.Core, bucket: Bucket.Bucket, cost: Budgets.Amount
 const retryAfterOf = (error: ApiError | undefined): number | undefined =>
   error?._tag === "RateLimited" && error.retryAfter !== undefined ? Duration.toMillis(error.retryAfter) : undefined
 
+/** A granted request: where it is counted, what it cost, under which estimates, and whether it settled. */
+interface Granted {
+  readonly core: Core.Core
+  readonly bucket: Bucket.Bucket
+  /** Its entry in the store. */
+  readonly id: number
+  /** Its admission number in the bucket. */
+  readonly seq: number
+  readonly cost: Budgets.Amounts
+  /** The generation of the bucket's estimates it was admitted under (its refusal measures them). */
+  readonly generation: number
+  readonly learns: boolean
+  settled: boolean
+}
+
+const windowOf = ({ bucket, core }: Granted) => Core.windowOf(core, bucket)
+
+/** Counted from now: by then the server has surely counted it; with `evidence`, a success the learner takes in. */
+const restamp = (g: Granted, evidence: boolean) =>
+  Effect.withFiberRuntime<void>((fiber) => {
+    const { bucket, core, id } = g
+    // a success ends a streak of 429s: they were noise
+    if (evidence && bucket.noise.streak !== 0) bucket.noise = Learning.quiet
+    if (!bucket.inFlight.delete(g.seq)) {
+      // nothing learnt from it: only the store's count to settle, in this step when the store answers at once
+      const now = core.store.restamp.now
+      if (now === undefined) return Core.settle(bucket, core.store.restamp(bucket.id, id, windowOf(g)))
+      const at = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+      Core.note(bucket, now(bucket.id, id, windowOf(g), at), at)
+      return Effect.void
+    }
+    // while probing, the place in flight it leaves lets the head go
+    return Effect.zipRight(
+      Core.settle(
+        bucket,
+        core.store.restamp(bucket.id, id, windowOf(g)),
+        Learner.observe(core, bucket, g.generation, evidence)
+      ),
+      Bucket.probing(bucket) ? Core.released(core, bucket) : Effect.void
+    )
+  })
+
+/** The server never counted it: it all comes back. */
+const removed = (g: Granted) =>
+  Effect.suspend(() => {
+    g.bucket.inFlight.delete(g.seq)
+    return Effect.zipRight(
+      Core.settle(g.bucket, g.core.store.remove(g.bucket.id, g.id, windowOf(g))),
+      Core.released(g.core, g.bucket)
+    )
+  })
+
+/** Refused with a 429: it comes back, and the refusal is weighed. True when the limiter paces the retry itself. */
+const throttled = (g: Granted, retryAfterMs: number | undefined) =>
+  Effect.suspend(() => {
+    const { bucket, core } = g
+    const wasInFlight = bucket.inFlight.delete(g.seq)
+    let weighed: Learner.Weighed = "noise"
+    const weigh = (usage: Bucket.Usage) =>
+      Effect.map(
+        g.learns && wasInFlight
+          ? Learner.weigh(core, bucket, g.seq, g.cost, g.generation, usage)
+          : weighKnown(core, bucket, g.cost, usage),
+        (w) => void (weighed = w)
+      )
+    return Effect.zipRight(
+      Core.settle(bucket, core.store.remove(bucket.id, g.id, windowOf(g)), weigh),
+      Effect.suspend(() => refusal(core, bucket, weighed, retryAfterMs))
+    )
+  })
+
+/** An error answer: the request stays counted, its tokens come back. */
+const refund = (g: Granted) =>
+  Core.settle(
+    g.bucket,
+    g.core.store.adjust(g.bucket.id, g.id, { ...Budgets.none, requests: 1 }, windowOf(g)),
+    () => Core.released(g.core, g.bucket)
+  )
+
+/** Settles `g` by `outcome` (once), as the settlement table says. */
+const settle = (g: Granted, outcome: Outcome, error?: ApiError): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    if (g.settled) return Effect.succeed(false)
+    g.settled = true
+    for (const d of Budgets.dimensions) g.bucket.pending[d] -= g.cost[d]
+    const effects = Settlement.effectsOf(outcome)
+    if (effects.evidence === "refusal") return throttled(g, retryAfterOf(error))
+    // the key stops first: nothing of it is admitted while the store gives the entry back
+    if (effects.stopsKey && error?._tag === "QuotaExceeded") {
+      return Effect.as(Effect.zipRight(stopKey(g.core, g.bucket.key, error), removed(g)), false)
+    }
+    if (effects.entry === "remove") return Effect.as(removed(g), false)
+    const restamped = restamp(g, effects.evidence === "held")
+    return Effect.as(effects.tokens === "refunded" ? Effect.zipRight(restamped, refund(g)) : restamped, false)
+  })
+
+/** The usage the answer reports: the entry's token budgets as `Settlement.reconciled` says. */
+const reconcile = (g: Granted, usage: Usage) =>
+  Effect.suspend(() => {
+    const next = Settlement.reconciled(g.cost, usage, g.core.reconcile)
+    if (next === undefined) return Effect.void
+    return Core.settle(
+      g.bucket,
+      g.core.store.adjust(g.bucket.id, g.id, next.amounts, windowOf(g)),
+      () => next.lowered ? Core.released(g.core, g.bucket) : Core.publish(g.core, g.bucket)
+    )
+  })
+
 /**
  * The permit of a request counted in the store as `id`, costing `cost`. Most requests settle once, by `succeeded`,
  * in one step when the store answers at once.
  */
 export const make = (core: Core.Core, bucket: Bucket.Bucket, id: number, cost: Budgets.Amounts): Permit => {
-  const seq = ++bucket.admissions
-  const generation = bucket.learning?.generation ?? 0
   const learns = bucket.learning !== undefined
-  if (learns) bucket.inFlight.set(seq, cost)
-  for (const d of Budgets.dimensions) bucket.pending[d] += cost[d]
-  const windowMs = () => Core.windowOf(core, bucket)
-  let settled = false
-
-  const restamp = (evidence: boolean) =>
-    Effect.withFiberRuntime<void>((fiber) => {
-      // a success ends a streak of 429s: they were noise
-      if (evidence && bucket.noise.streak !== 0) bucket.noise = Learning.quiet
-      if (!bucket.inFlight.delete(seq)) {
-        // nothing learnt from it: only the store's count to settle, in this step when the store answers at once
-        const now = core.store.restamp.now
-        if (now === undefined) return Core.settle(bucket, core.store.restamp(bucket.id, id, windowMs()))
-        const at = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-        Core.note(bucket, now(bucket.id, id, windowMs(), at), at)
-        return Effect.void
-      }
-      // while probing, the place in flight it leaves lets the head go
-      return Effect.zipRight(
-        Core.settle(
-          bucket,
-          core.store.restamp(bucket.id, id, windowMs()),
-          Learner.observe(core, bucket, generation, evidence)
-        ),
-        Bucket.probing(bucket) ? Core.released(core, bucket) : Effect.void
-      )
-    })
-
-  const removed = (then?: (usage: Bucket.Usage) => Effect.Effect<void>) =>
-    Effect.suspend(() => {
-      bucket.inFlight.delete(seq)
-      return Effect.zipRight(
-        Core.settle(bucket, core.store.remove(bucket.id, id, windowMs()), then),
-        Core.released(core, bucket)
-      )
-    })
-
-  const throttled = (retryAfterMs: number | undefined) =>
-    Effect.suspend(() => {
-      const wasInFlight = bucket.inFlight.delete(seq)
-      let weighed: Learner.Weighed = "noise"
-      const weigh = (usage: Bucket.Usage) =>
-        Effect.map(
-          learns && wasInFlight
-            ? Learner.weigh(core, bucket, seq, cost, generation, usage)
-            : weighKnown(core, bucket, cost, usage),
-          (w) => void (weighed = w)
-        )
-      return Effect.zipRight(
-        Core.settle(bucket, core.store.remove(bucket.id, id, windowMs()), weigh),
-        Effect.suspend(() => refusal(core, bucket, weighed, retryAfterMs))
-      )
-    })
-
-  const refund = Core.settle(
+  const g: Granted = {
+    core,
     bucket,
-    core.store.adjust(bucket.id, id, { ...Budgets.none, requests: 1 }, windowMs()),
-    () => Core.released(core, bucket)
-  )
-
-  const settle = (outcome: Outcome, error?: ApiError): Effect.Effect<boolean> =>
-    Effect.suspend(() => {
-      if (settled) return Effect.succeed(false)
-      settled = true
-      for (const d of Budgets.dimensions) bucket.pending[d] -= cost[d]
-      const effects = Settlement.effectsOf(outcome)
-      if (effects.evidence === "refusal") return throttled(retryAfterOf(error))
-      // the key stops first: nothing of it is admitted while the store gives the entry back
-      if (effects.stopsKey && error?._tag === "QuotaExceeded") {
-        return Effect.as(Effect.zipRight(stopKey(core, bucket.key, error), removed()), false)
-      }
-      if (effects.entry === "remove") return Effect.as(removed(), false)
-      const restamped = restamp(effects.evidence === "held")
-      return Effect.as(effects.tokens === "refunded" ? Effect.zipRight(restamped, refund) : restamped, false)
-    })
-
-  const reconcile = (usage: Usage) =>
-    Effect.suspend(() => {
-      const next = Settlement.reconciled(cost, usage, core.reconcile)
-      if (next === undefined) return Effect.void
-      return Core.settle(
-        bucket,
-        core.store.adjust(bucket.id, id, next.amounts, windowMs()),
-        () => next.lowered ? Core.released(core, bucket) : Core.publish(core, bucket)
-      )
-    })
-
-  return { cost, settle, reconcile }
+    id,
+    seq: ++bucket.admissions,
+    cost,
+    generation: bucket.learning?.generation ?? 0,
+    learns,
+    settled: false
+  }
+  if (learns) bucket.inFlight.set(g.seq, cost)
+  for (const d of Budgets.dimensions) bucket.pending[d] += cost[d]
+  return {
+    cost,
+    settle: (outcome, error) => settle(g, outcome, error),
+    reconcile: (usage) => reconcile(g, usage)
+  }
 }

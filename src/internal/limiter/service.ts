@@ -16,6 +16,7 @@ import * as Admission from "./admission.js"
 import * as Bucket from "./bucket.js"
 import * as Core from "./core.js"
 import * as Headers from "./headers.js"
+import * as Permits from "./permits.js"
 import type { BucketState, Options, Service, Ticket } from "./types.js"
 
 /** A model's configured limits: its own over those for every model. */
@@ -93,6 +94,7 @@ export const make = (
           return acquired
         }),
       acquireWith,
+      spent: (key, error) => Permits.stopKey(core, key, error),
       wouldWait: (ticket) => Admission.wouldWait(core, bucketOf(ticket.key, ticket.model), costOf(ticket)),
       // an answer with no limits teaches nothing (the bucket is known from then on): the common case, in a step
       learn: (key, model, info) =>

@@ -146,6 +146,12 @@ export interface Service {
   readonly wouldWait: (ticket: Ticket) => Effect.Effect<boolean>
   /** Learns from a response's headers: the limits they give and what the server counts. */
   readonly learn: (key: string, model: string, info: RateLimitInfo, status: number) => Effect.Effect<void>
+  /**
+   * The key's budget is spent (`error` says so): every model of the key stops admitting, and its waiting callers fail
+   * with it (a permit settled as `spent` does this itself; this is for a request that held none, as one sent to the
+   * queue).
+   */
+  readonly spent: (key: string, error: QuotaExceeded) => Effect.Effect<void>
   /** Learns each model's `max_output_length` from the catalogue, for requests without an output cap. */
   readonly learnModels: (models: ModelList) => Effect.Effect<void>
   /** The state of every bucket now. */

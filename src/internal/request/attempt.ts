@@ -8,7 +8,7 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
-import type { ApiError } from "../../schemas/Errors.js"
+import type { ApiError, QuotaExceeded } from "../../schemas/Errors.js"
 import type { RateLimitInfo } from "../../schemas/RateLimit.js"
 import type { RequestOptions, ResponseMetadata } from "../../services/InferenceHttpClient.js"
 import { pacedByLimiter } from "../errors.js"
@@ -41,6 +41,8 @@ export interface Deps {
   readonly admissions: Admissions | undefined
   /** Tells the limiter what a response said of a model's limits. */
   readonly learn: (key: string | undefined, model: string, info: RateLimitInfo, status: number) => Effect.Effect<void>
+  /** Tells the limiter the key's budget is spent (for a request that held no permit: a permit settles it itself). */
+  readonly spent: (key: string | undefined, error: QuotaExceeded) => Effect.Effect<void>
   /** The request as sent (base, key, accept): its endpoint as errors name it, its time limits. */
   readonly prepare: (request: HttpClientRequest.HttpClientRequest, options: RequestOptions, accept: string) => {
     readonly prepared: HttpClientRequest.HttpClientRequest
@@ -145,7 +147,7 @@ export const make = (deps: Deps) => {
       // `restore`, where the permit is always accounted for
       const admitted = (admission: Admission, restore: Restore) => {
         first.admission = undefined
-        const outcome = outcomeOf(admission, deps.learn)
+        const outcome = outcomeOf(admission, deps)
         // interrupted or timed out before the answer: once sent, the server may have counted the request, so it
         // stays counted from now (the limiter never gives back what the server may hold); not sent: it comes back
         // `admitted` runs uninterruptibly: what follows the exchange runs however it ends (`onExit` in fewer steps)
@@ -182,7 +184,7 @@ export const make = (deps: Deps) => {
  * `pacedByLimiter`); `unsettled` settles a permit the exchange never reached (interrupted, timed out). Each marks
  * the permit settled and settles it in one piece: `unsettled` leaves a settled permit alone.
  */
-const outcomeOf = ({ key, model, permit }: Admission, learn: Deps["learn"]): Outcome => {
+const outcomeOf = ({ key, model, permit }: Admission, { learn, spent }: Deps): Outcome => {
   /** What an answer, or the error made of one, teaches the limiter (other errors teach nothing). */
   const learnt = (answer: Answer) =>
     model === undefined || answer.rateLimit === undefined
@@ -208,7 +210,8 @@ const outcomeOf = ({ key, model, permit }: Admission, learn: Deps["learn"]): Out
     failed: (error) =>
       Effect.uninterruptible(Effect.suspend(() => {
         state.settled = true
-        return permit === undefined ? Effect.succeed(error) : settlement(permit, error)
+        if (permit !== undefined) return settlement(permit, error)
+        return error._tag === "QuotaExceeded" ? Effect.as(spent(key, error), error) : Effect.succeed(error)
       })).pipe(Effect.zipLeft(learnt(error))),
     unsettled: () =>
       state.settled || permit === undefined
