@@ -324,7 +324,8 @@ export const layerEmulator = (
   const client = Layer.unwrapEffect(
     Effect.map(Emulator.Emulator, (emulator) =>
       Node.layer({
-        ...(tier === "basic" || tier === "standard4000" ? { tier } : {}),
+        // a plan's tier is the client's too: its table gives each model's limits, as the emulator meters them
+        ...(ClientConfig.isPlan(tier) ? { tier } : {}),
         ...options.client,
         apiKey: emulator.keyFor(tier) ?? emulator.keys[0]?.key ?? "",
         baseUrl: emulator.baseUrl,
@@ -338,17 +339,20 @@ export const layerEmulator = (
 
 /**
  * Limits for the client's limiter when the emulator's key has a custom tier: every model gets that tier's
- * quota (the preset tiers are known to the limiter already).
+ * quota, each budget it meters (a plan's table is known to the limiter already).
  */
 const customLimits = (options: LayerEmulatorOptions): Record<string, Partial<RateLimiter.Quota>> | undefined => {
   const tier = options.tier ?? "standard4000"
   const quota = options.tiers?.[tier]
-  // a client that learns its limits (`auto`, or a plan from its floor) is told none
-  const learning = (tier: string | undefined) => tier === "auto" || ClientConfig.isPlan(tier)
-  const auto = learning(options.client?.tier) || (options.rateLimiter !== false && learning(options.rateLimiter?.tier))
+  // a client told a tier of its own (`auto`: it learns; a plan: its table) is told no limits here
+  const told = (tier: string | undefined) => tier === "auto" || ClientConfig.isPlan(tier)
+  const auto = told(options.client?.tier) || (options.rateLimiter !== false && told(options.rateLimiter?.tier))
   if (quota === undefined || auto) return undefined
-  // a tier may leave the combined budget out (input and output alone): the limiter is then told requests only
-  const limits = { rpm: quota.rpm, ...(quota.tpm === undefined ? {} : { tpm: quota.tpm }) }
+  const limits = Object.fromEntries(
+    (["rpm", "itpm", "otpm", "tpm"] as const).flatMap((budget) =>
+      quota[budget] === undefined ? [] : [[budget, quota[budget]]]
+    )
+  )
   return Object.fromEntries(Emulator.models.map((model) => [model, limits]))
 }
 
