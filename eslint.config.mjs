@@ -4,7 +4,7 @@ import effect from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**", "bench/results/**", ".stryker-tmp*/**"] },
+  { ignores: ["dist/**", "node_modules/**", "coverage/**", "bench/results/**", ".stryker-tmp*/**", "scratch/**"] },
   ...tseslint.configs.recommended,
   ...effect.configs.dprint,
   {

@@ -45,9 +45,12 @@ export const buildPublished = (): void => {
  * The client as users run it: compiled (`dist/`, built first), not through the TypeScript loader the benchmarks run
  * under (tsx compiles with esbuild's `keepNames`, which names every function a request makes: a cost no user pays).
  */
-export const published = async () => {
-  buildPublished()
-  const load = <M>(path: string) => import(new URL(`../dist/esm/${path}`, import.meta.url).href) as Promise<M>
+export const published = async (checkout?: string) => {
+  if (checkout === undefined) buildPublished()
+  const root = checkout === undefined
+    ? new URL("..", import.meta.url)
+    : new URL(`file://${checkout.replace(/\/?$/, "/")}`)
+  const load = <M>(path: string) => import(new URL(`dist/esm/${path}`, root).href) as Promise<M>
   const [Node, Chat] = await Promise.all([
     load<typeof NodeModule>("layers/Node.js"),
     load<typeof ChatModule>("services/Chat.js")

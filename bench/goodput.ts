@@ -84,6 +84,22 @@ interface Run {
   readonly input: number
   readonly output: number
   readonly elapsedMs: number
+  /** The budgets the run was metered by, when not the basic key's for its model. */
+  readonly limits?: Amounts | undefined
+}
+
+/**
+ * The output-bound run: a key of 600 requests, 150,000 input and 2,400 output tokens a window (the client told the
+ * same, as a plan's table tells it), short prompts and `max_tokens` 24, which the emulator's answers fill: about 100
+ * answers a window fit the output budget, against 600 requests.
+ */
+const outputBound = { rpm: 600, itpm: 150_000, otpm: 2_400 } as const
+const outputBoundCount = Number(process.env.BENCH_GOODPUT_OUTPUT_REQUESTS ?? 300)
+const outputBoundLimits: Amounts = {
+  requests: outputBound.rpm,
+  input: outputBound.itpm,
+  output: outputBound.otpm,
+  tokens: unlimited
 }
 
 /**
@@ -93,7 +109,7 @@ interface Run {
  * `(k - 1) * limit` of each budget), and the first requests go at once. So `ideal = (k - 1) * window`.
  */
 const idealMs = (r: Run): number => {
-  const limits = limitsOf(r.model)
+  const limits = r.limits ?? limitsOf(r.model)
   const work: Amounts = { requests: r.ok, input: r.input, output: r.output, tokens: r.input + r.output }
   const windows = Math.max(...dimensions.map((d) => limits[d] === unlimited ? 1 : Math.ceil(work[d] / limits[d])))
   return (windows - 1) * windowMs
@@ -155,6 +171,57 @@ const runOurs = (model: string, count = requestCount) =>
       }))
     )
   ).pipe(Effect.timeoutFail({ duration: runLimitMs, onTimeout: () => new Error(`goodput: ${model} ran too long`) }))
+
+/** The output-bound run of this client: the key's budgets configured, reconciled with what the emulator charges. */
+const runOutputBound = Effect.scoped(Effect.gen(function*() {
+  const emulator = yield* Emulator.Emulator
+  const model = models[0]
+  const run = Effect.gen(function*() {
+    const chat = yield* Chat.Chat
+    const before = (yield* Metric.value(ClientMetrics.rateLimited)).count
+    const started = performance.now()
+    const results = yield* Effect.forEach(
+      Array.from({ length: outputBoundCount }, (_, i) => ({
+        model,
+        messages: [{ role: "user" as const, content: `Question ${i}: tell a story about a sliding window.` }],
+        max_tokens: 24
+      })),
+      (params) => Effect.either(chat.create(params)),
+      { concurrency: "unbounded" }
+    )
+    const elapsedMs = performance.now() - started
+    const ok = results.filter(Either.isRight)
+    return {
+      model,
+      client: "effect-aifs (output budget binds)",
+      ok: ok.length,
+      failures: results.length - ok.length,
+      rateLimited: Number((yield* Metric.value(ClientMetrics.rateLimited)).count - before),
+      input: ok.reduce((n, r) => n + (r.right.usage?.prompt_tokens ?? 0), 0),
+      output: ok.reduce((n, r) => n + (r.right.usage?.completion_tokens ?? 0), 0),
+      elapsedMs,
+      limits: outputBoundLimits
+    } satisfies Run
+  })
+  return yield* run.pipe(Effect.provide(Node.layer({
+    apiKey: emulator.keyFor("output")!,
+    baseUrl: emulator.baseUrl,
+    rateLimiter: {
+      window: Duration.millis(windowMs),
+      margin: Duration.millis(marginMs),
+      reconcile: "actual",
+      limits: { [model]: outputBound }
+    }
+  })))
+})).pipe(
+  Effect.provide(Emulator.layer({
+    window: Duration.millis(windowMs),
+    port: 0,
+    tiers: { output: outputBound },
+    keys: [{ key: Emulator.developmentKey("output"), tier: "output" }]
+  })),
+  Effect.timeoutFail({ duration: runLimitMs, onTimeout: () => new Error("goodput: the output-bound run ran too long") })
+)
 
 const runOpenAI = (model: string, mode: "batches" | "pool", count = requestCount) =>
   withEmulator((emulator) =>
@@ -218,6 +285,9 @@ export const run = async (): Promise<Report> => {
       runs.push(result)
     }
   }
+  const bound = await Effect.runPromise(runOutputBound)
+  console.error(`  goodput ${bound.client}: ${fixed(bound.elapsedMs / 1000, 1)} s`)
+  runs.push(bound)
   const rows = runs.map((r) => {
     const ideal = idealMs(r)
     return [
@@ -233,6 +303,11 @@ export const run = async (): Promise<Report> => {
     ]
   })
   const ours = (model: string) => runs.find((r) => r.model === model && r.client.startsWith("effect-aifs"))!
+  const binding = (r: Run) => {
+    const limits = r.limits ?? limitsOf(r.model)
+    const work: Amounts = { requests: r.ok, input: r.input, output: r.output, tokens: r.input + r.output }
+    return dimensions.reduce((a, d) => work[d] / limits[d] > work[a] / limits[a] ? d : a)
+  }
   const headerless = ours(models[0])
   const header = ours(models[1])
   const ratio = (r: Run) => idealMs(r) / r.elapsedMs
@@ -241,6 +316,12 @@ export const run = async (): Promise<Report> => {
       target: `${models[0]} (no headers): ≥ 0.95 of ideal, zero 429s`,
       met: ratio(headerless) >= 0.95 && headerless.rateLimited === 0 && headerless.failures === 0,
       detail: `${fixed(ratio(headerless), 3)} of ideal, ${headerless.rateLimited} 429s, ${headerless.failures} failures`
+    },
+    {
+      target: "a run where the output budget binds: ≥ 0.95 of ideal, zero 429s",
+      met: binding(bound) === "output" && ratio(bound) >= 0.95 && bound.rateLimited === 0 && bound.failures === 0,
+      detail: `${fixed(ratio(bound), 3)} of ideal, ${bound.rateLimited} 429s, ${bound.failures} failures; the ` +
+        `binding budget: ${binding(bound)} (${thousands(bound.output)} output tokens for ${bound.ok} answers)`
     },
     {
       target: `${models[1]} (headers): ≤ 1 429 per run`,
@@ -267,6 +348,11 @@ export const run = async (): Promise<Report> => {
       `have passed, so ideal = (k − 1) × window, a lower bound; requests and tokens are those the emulator ` +
       `charged (successful requests, \`usage.prompt_tokens\` and \`usage.completion_tokens\`).`,
     notes: [
+      `The output-bound run: a key of ${outputBound.rpm} requests, ${thousands(outputBound.itpm)} input and ` +
+      `${thousands(outputBound.otpm)} output tokens a window, ${outputBoundCount} requests with short prompts and ` +
+      "`max_tokens` 24 (the emulator's answers run to the cap), this client with the key's budgets configured and, " +
+      "as the other rows, `reconcile: \"actual\"` (the emulator charges the answer, not the cap): the output " +
+      "budget binds.",
       "openai failures are requests that still met a 429 after its 2 retries; their tokens are not charged, " +
       "so their ideal is computed on less work."
     ]

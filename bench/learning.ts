@@ -5,14 +5,22 @@
  * (`basic`, 20) and with too high a preset (`standard4000`, 600), each as users run it (the defaults: margin, retries),
  * from 32 workers sending for three windows. All rows run side by side, each with its own emulator.
  */
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as Emulator from "../src/emulator/Emulator.js"
+import * as ClientConfig from "../src/layers/ClientConfig.js"
+import * as Inference from "../src/layers/Inference.js"
+import * as LimiterStore from "../src/layers/LimiterStore.js"
 import * as Node from "../src/layers/Node.js"
-import type * as RateLimiter from "../src/layers/RateLimiter.js"
+import * as RateLimiter from "../src/layers/RateLimiter.js"
 import * as Chat from "../src/services/Chat.js"
 import { fixed, type Report, type Target } from "./common.js"
 
@@ -118,10 +126,160 @@ const load = (rpm: number, client: Client, emulator: Emulator.Emulator.Service) 
 
 const share = (n: number, of: number) => n / of
 
-export const run = async (): Promise<Report> => {
-  const rows = await Effect.runPromise(
-    Effect.all(keys.flatMap((rpm) => clients.map((client) => runRow(rpm, client))), { concurrency: "unbounded" })
+/** The chaos rows: a 30-a-window key, 3% of requests refused at random, for `chaosWindows` windows of `chaosWindowMs`. */
+const chaosWindowMs = Number(process.env.BENCH_LEARNING_CHAOS_WINDOW_MS ?? 10_000)
+const chaosWindows = 12
+const chaosKey = 30
+const chaosRate = 0.03
+const chaosLatencyMs = Math.round(chaosWindowMs * 0.005)
+type ChaosClient = "auto" | "right preset"
+
+interface ChaosRow {
+  readonly client: ChaosClient
+  /** Answers after the first window, and the windows after it. */
+  readonly later: number
+  readonly refusedByWindow: number
+  readonly injected: number
+  /** The lowest request limit the limiter held after its first measurement, and the last. */
+  readonly lowest: number | undefined
+  readonly last: number | undefined
+  /** Seconds a later job of 20 requests of 1,500 input tokens took, on what the first job kept. */
+  readonly laterJobSeconds: number
+}
+
+/** One chaos row: the small-request job with random 429s, then the larger job on the limits it kept. */
+const chaosRow = (client: ChaosClient) =>
+  Effect.scoped(Effect.gen(function*() {
+    const emulator = yield* Emulator.Emulator
+    const cache = yield* Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "aifs-bench-learning-"))),
+      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    )
+    const clientOf = () =>
+      Inference.layerHttpLimitedWith({
+        window: Duration.millis(chaosWindowMs),
+        ...(client === "auto" ? {} : { limits: { [model]: { rpm: chaosKey, tpm: 1_000_000 } } })
+      }).pipe(
+        Layer.provide(LimiterStore.layerMemoryCached(cache)),
+        Layer.provide(Layer.mergeAll(NodeContext.layer, Node.httpClient)),
+        Layer.provide(ClientConfig.layer({ apiKey: emulator.keys[0]!.key, baseUrl: emulator.baseUrl, tier: "auto" }))
+      )
+    yield* emulator.setChaos([
+      { fault: { kind: "latency", delay: Duration.millis(chaosLatencyMs) } },
+      { fault: { kind: "status", status: 429 }, rate: chaosRate }
+    ])
+    const first = yield* chaosJob(emulator).pipe(Effect.provide(clientOf()))
+    yield* emulator.setChaos([{ fault: { kind: "latency", delay: Duration.millis(chaosLatencyMs) } }])
+    const laterJobSeconds = yield* largerJob.pipe(Effect.provide(clientOf()))
+    return { client, ...first, laterJobSeconds } satisfies ChaosRow
+  })).pipe(
+    Effect.provide(Emulator.layer({
+      window: Duration.millis(chaosWindowMs),
+      port: 0,
+      chaosSeed: 11,
+      tiers: { key: { rpm: chaosKey, tpm: 1_000_000 } },
+      keys: [{ key: Emulator.developmentKey("key"), tier: "key" }]
+    })),
+    Logger.withMinimumLogLevel(LogLevel.Warning)
   )
+
+/** The first job: workers sending small requests for `chaosWindows` windows, the learnt limit watched. */
+const chaosJob = (emulator: Emulator.Emulator.Service) =>
+  Effect.gen(function*() {
+    const chat = yield* Chat.Chat
+    const limiter = yield* RateLimiter.RateLimiter
+    const start = performance.now()
+    const done: Array<number> = []
+    const seen: Array<number> = []
+    const worker = (i: number) =>
+      Effect.forever(Effect.flatMap(
+        Effect.either(chat.create({ model, messages: [{ role: "user", content: `worker ${i}: hi` }], max_tokens: 16 })),
+        Either.match({
+          onLeft: () => Effect.void,
+          onRight: () => Effect.sync(() => done.push(performance.now() - start))
+        })
+      ))
+    const watch = Effect.forever(Effect.zipRight(
+      Effect.flatMap(limiter.snapshot, (buckets) =>
+        Effect.sync(() => {
+          const limit = buckets[0]?.budgets.requests.limit
+          if (limit !== undefined) seen.push(limit)
+        })),
+      Effect.sleep(Duration.millis(100))
+    ))
+    yield* Effect.all([
+      Effect.forEach(Array.from({ length: workers }, (_, i) => i), worker, { concurrency: "unbounded" }),
+      watch
+    ], { concurrency: "unbounded" }).pipe(
+      Effect.timeout(Duration.millis(chaosWindows * chaosWindowMs + chaosLatencyMs)),
+      Effect.ignore
+    )
+    const stats = yield* emulator.stats
+    return {
+      later: done.filter((t) => t >= chaosWindowMs + chaosLatencyMs).length,
+      refusedByWindow: stats.rateLimited,
+      injected: stats.faults["status"] ?? 0,
+      lowest: seen.length === 0 ? undefined : Math.min(...seen),
+      last: seen[seen.length - 1]
+    }
+  })
+
+/** The later job: 20 requests of about 1,500 input tokens at once, which the key's quota takes in one window. */
+const largerJob = Effect.gen(function*() {
+  const chat = yield* Chat.Chat
+  const text = Array.from({ length: 1_500 }, () => "word").join(" ")
+  const start = performance.now()
+  yield* Effect.forEach(
+    Array.from({ length: 20 }, (_, i) => i),
+    (i) => chat.create({ model, messages: [{ role: "user", content: `${i} ${text}` }], max_tokens: 16 }),
+    { concurrency: "unbounded", discard: true }
+  )
+  return (performance.now() - start) / 1000
+}).pipe(Effect.timeout(Duration.millis(5 * chaosWindowMs)), Effect.orElseSucceed(() => Number.POSITIVE_INFINITY))
+
+/** The chaos rows' table and targets. */
+const chaosReport = (rows: ReadonlyArray<ChaosRow>) => {
+  const ideal = (chaosWindows - 1) * chaosKey
+  const find = (client: ChaosClient) => rows.find((r) => r.client === client)!
+  const auto = find("auto")
+  const right = find("right preset")
+  const table = rows.map((r) => [
+    `${chaosKey} (3% random 429s)`,
+    r.client,
+    "",
+    fixed(share(r.later, ideal)),
+    "",
+    `${r.refusedByWindow} by the window`,
+    `${r.injected} injected`,
+    r.client === "auto" ? `learnt ${r.lowest ?? "-"} at lowest, ${r.last ?? "-"} last` : "",
+    `later job ${fixed(r.laterJobSeconds)} s`
+  ])
+  const targets: Array<Target> = [
+    {
+      target: "3% random 429s on a 30-a-window key: auto ≥ 0.8 of the ideal after the first window",
+      met: share(auto.later, ideal) >= 0.8,
+      detail: `${fixed(share(auto.later, ideal))} (the right preset: ${fixed(share(right.later, ideal))})`
+    },
+    {
+      target: "…and it never learns under 0.8 of the real limit",
+      met: auto.lowest !== undefined && auto.lowest >= 0.8 * chaosKey,
+      detail: `lowest ${auto.lowest ?? "none"}, last ${auto.last ?? "none"} of ${chaosKey}`
+    },
+    {
+      target: "what it keeps never slows a later job of larger requests (20 of 1,500 tokens, all in one window)",
+      met: auto.laterJobSeconds <= right.laterJobSeconds + chaosWindowMs / 10_000,
+      detail: `${fixed(auto.laterJobSeconds)} s against the right preset's ${fixed(right.laterJobSeconds)} s`
+    }
+  ]
+  return { table, targets }
+}
+
+export const run = async (): Promise<Report> => {
+  const [rows, chaosRows] = await Effect.runPromise(Effect.all([
+    Effect.all(keys.flatMap((rpm) => clients.map((client) => runRow(rpm, client))), { concurrency: "unbounded" }),
+    Effect.all((["auto", "right preset"] as const).map(chaosRow), { concurrency: "unbounded" })
+  ], { concurrency: "unbounded" }))
+  const chaos = chaosReport(chaosRows)
   const table = rows.map((r) => [
     `${r.rpm}`,
     r.client,
@@ -164,10 +322,11 @@ export const run = async (): Promise<Report> => {
       "three windows / ideal",
       "429s in the first",
       "429s after",
-      "failed"
+      "failed",
+      "later job"
     ],
-    rows: table,
-    targets,
+    rows: [...table.map((row) => [...row, ""]), ...chaos.table],
+    targets: [...targets, ...chaos.targets],
     how:
       `One emulator per row, one key whose limit is the row's requests per ${
         windowMs / 1000
@@ -179,6 +338,13 @@ export const run = async (): Promise<Report> => {
       `those the emulator answered. All rows run at once in one process (each is light: at most ` +
       `${Math.max(...keys) / (windowMs / 1000)} requests a second).`,
     notes: [
+      `The chaos rows: one key of ${chaosKey} requests per ${
+        chaosWindowMs / 1000
+      } s window, and the emulator refuses ` +
+      `${chaosRate * 100}% of requests at random with a 429 (besides the window's own), for ${chaosWindows} windows; ` +
+      `each client keeps what it learns in a cache directory of its own (\`LimiterStore.layerMemoryCached\`), and a ` +
+      `later job (a new client on the same directory, no random 429s) sends 20 requests of about 1,500 input tokens ` +
+      `at once, which the key's tokens (1,000,000 a window) take at once. The learnt limit is read every 100 ms.`,
       "The presets are per window here (the limiter's window is the emulator's). Too high a preset loses no answer on this server only because its 429s carry a `retry-after` that the retries wait out exactly: it meets 429s in every window, each one a request sent for nothing. Too low a preset meets none and runs at its preset's share of the key, silently. `auto`'s 429s are those of the requests in flight when the first one came (the probe's ceiling, 8); after them it runs at the limit it measured, and its first careful raise comes after three calm windows, beyond this run."
     ]
   }

@@ -23,6 +23,11 @@ const stepLimitMs = 120_000
 const rounds = Number(process.env.BENCH_OVERHEAD_ROUNDS ?? 3)
 /** `npm run bench -- overhead --profile`: CPU profiles of this client's sequential loops by package, and the Effect steps per request. */
 const profile = process.argv.includes("--profile")
+/**
+ * Another checkout of this client, built (`dist/`), measured in the same rounds as a baseline (before and after a
+ * change, in one run): `BENCH_OVERHEAD_BASELINE=/path/to/checkout npm run bench -- overhead`.
+ */
+const baselineCheckout = process.env.BENCH_OVERHEAD_BASELINE
 
 const completion = Buffer.from(JSON.stringify({
   id: "chatcmpl-bench",
@@ -89,6 +94,7 @@ const measureEffect = (send: Effect.Effect<unknown, unknown>, count: number, wid
 
 export const run = async (): Promise<Report> => {
   const { Chat, Node } = await published()
+  const baseline = baselineCheckout === undefined ? undefined : await published(baselineCheckout)
   const server = await listen((request, response) => {
     drain(request, () => {
       if (request.method === "POST" && request.url === "/v2/chat/completions") {
@@ -137,12 +143,15 @@ export const run = async (): Promise<Report> => {
       resource: { serviceName: "bench" },
       spanProcessor: new BatchSpanProcessor(dropping)
     }))
-    const ourRow = (options: Omit<Parameters<typeof Node.layer>[0], "apiKey" | "baseUrl"> & { traced?: boolean }) => {
+    const ourRow = (
+      options: Omit<Parameters<typeof Node.layer>[0], "apiKey" | "baseUrl"> & { traced?: boolean },
+      modules: { readonly Chat: typeof Chat; readonly Node: typeof Node } = { Chat, Node }
+    ) => {
       const { traced, ...rest } = options
-      const client = Node.layer({ apiKey, baseUrl, ...rest })
+      const client = modules.Node.layer({ apiKey, baseUrl, ...rest })
       const layer = traced === true ? Layer.provideMerge(client, tracing) : client
       return Effect.gen(function*() {
-        const chat = yield* Chat.Chat
+        const chat = yield* modules.Chat.Chat
         const send = chat.create(params)
         yield* measureEffect(send, warmup, 8)
         const sequential = yield* measureEffect(send, sequentialCount, 1)
@@ -228,6 +237,11 @@ export const run = async (): Promise<Report> => {
       await promised("raw undici", undiciSend)
       await promised("openai", openaiSend)
       for (const [name, options] of Object.entries(ourOptions)) record(name, await Effect.runPromise(ourRow(options)))
+      if (baseline !== undefined) {
+        const { "effect-aifs": bare, "effect-aifs (defaults)": defaults } = ourOptions
+        record("effect-aifs (baseline)", await Effect.runPromise(ourRow(bare, baseline)))
+        record("effect-aifs (defaults, baseline)", await Effect.runPromise(ourRow(defaults, baseline)))
+      }
       record("@effect/platform HttpClient", await Effect.runPromise(platform))
     }
   } finally {
@@ -246,6 +260,7 @@ export const run = async (): Promise<Report> => {
     "effect-aifs",
     "effect-aifs (defaults)",
     "effect-aifs (defaults, OpenTelemetry)",
+    ...(baseline === undefined ? [] : ["effect-aifs (baseline)", "effect-aifs (defaults, baseline)"]),
     "openai",
     "@effect/platform HttpClient",
     "raw undici"
@@ -294,7 +309,14 @@ export const run = async (): Promise<Report> => {
       ratioRow("effect-aifs / openai", ratio("effect-aifs", "openai")),
       ratioRow("effect-aifs / @effect/platform HttpClient", bareVsPlatform),
       ratioRow("effect-aifs (defaults) / @effect/platform HttpClient", defaultsVsPlatform),
-      ratioRow("@effect/platform HttpClient / raw undici", ratio("@effect/platform HttpClient", "raw undici"))
+      ratioRow("@effect/platform HttpClient / raw undici", ratio("@effect/platform HttpClient", "raw undici")),
+      ...(baseline === undefined ? [] : [
+        ratioRow(
+          "effect-aifs (defaults) / the baseline's",
+          ratio("effect-aifs (defaults)", "effect-aifs (defaults, baseline)")
+        ),
+        ratioRow("effect-aifs / the baseline's", ratio("effect-aifs", "effect-aifs (baseline)"))
+      ])
     ],
     targets: [
       {

@@ -261,7 +261,11 @@ export type Verdict =
  * One more refusal taken as noise at `now`: the streak it extends (a streak older than a window starts again), and
  * whether it says the figures believed no longer hold (three in a row).
  */
-export const noisier = (noise: Noise, now: number, windowMs: number): { readonly noise: Noise; readonly stale: boolean } => {
+export const noisier = (
+  noise: Noise,
+  now: number,
+  windowMs: number
+): { readonly noise: Noise; readonly stale: boolean } => {
   const fresh = noise.streak === 0 || now - noise.since >= windowMs
   const streak = fresh ? 1 : noise.streak + 1
   const stale = streak >= staleStreak

@@ -49,7 +49,7 @@ describe("aifs batch", () => {
         const dir = yield* tempDir("aifs-batch-")
         const input = path.join(dir, "in.jsonl")
         const output = path.join(dir, "out.jsonl")
-        // 200 requests reserving ~1000 tokens each: about 148 fit the emulator's first minute, then the run
+        // 200 requests reserving 340 output tokens each: 147 fit the emulator's first minute, then the run
         // waits in the rate limiter, which is where it is killed
         quotaBoundInput(input)
         const first = yield* start([input, "--out", output, "--concurrency", "16"])
@@ -85,7 +85,7 @@ describe("aifs batch, twice at once on one output", () => {
         const input = path.join(dir, "in.jsonl")
         const output = path.join(dir, "out.jsonl")
         quotaBoundInput(input)
-        // about 148 requests fit the emulator's first minute: the first run then waits in its limiter, holding the lock
+        // 147 requests fit the emulator's first minute: the first run then waits in its limiter, holding the lock
         const first = yield* start([input, "--out", output, "--concurrency", "16"])
         const firstExit = exited(first, 60_000)
         for (let i = 0; i < 600 && lineCount(output) < 100; i++) yield* Effect.sleep("50 millis")
@@ -120,7 +120,7 @@ const outputIds = (output: string) =>
   )
 
 /**
- * A run of 200 quota-bound requests, once it waits in its limiter (past the window's first 148): the requests in
+ * A run of 200 quota-bound requests, once it waits in its limiter (past the window's first 147): the requests in
  * flight then would take the whole grace after a stop.
  */
 const waitingRun = Effect.gen(function*() {
@@ -131,7 +131,7 @@ const waitingRun = Effect.gen(function*() {
   const child = yield* start([input, "--out", output, "--concurrency", "16"], "pipe")
   const run = { input, output, child, stderr: "", exit: exited(child, 60_000) }
   child.stderr!.on("data", (chunk: Buffer) => run.stderr += chunk.toString())
-  for (let i = 0; i < 600 && lineCount(output) < 148; i++) yield* Effect.sleep("50 millis")
+  for (let i = 0; i < 600 && lineCount(output) < 147; i++) yield* Effect.sleep("50 millis")
   return run
 })
 

@@ -122,9 +122,10 @@ describe("aifs batch on a terminal", { timeout: 90_000 }, () => {
       for (let i = 0; i < 1200 && !/waiting for the quota window \(\d+s\)/.test(screen); i++) {
         yield* Effect.sleep("50 millis")
       }
+      // the budget that binds is named: the output tokens of the standard4000 plan's Llama row
       assert.match(
         screen,
-        /\r\[#+\.*\] \d+\/200 \(0 failed\) \d+ req\/min \d+ tokens\/min, \d+ retries, \d+ waiting for the quota window \(\d+s\), limit \d+ (requests|tokens) \([^)]+\), ETA \d+:\d\d\u001b\[K/
+        /\r\[#+\.*\] \d+\/200 \(0 failed\) \d+ req\/min \d+ tokens\/min, \d+ retries, \d+ waiting for the quota window \(\d+s\), limit 50000 output tokens \(plan\), ETA \d+:\d\d\u001b\[K/
       )
       // Ctrl-C as a terminal sends it: the interrupt character, to the foreground process
       child.stdin.write("\u0003")

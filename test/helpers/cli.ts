@@ -85,7 +85,10 @@ export const aifsRunning = (
     }
   )
 
-/** 200 chat requests reserving ~1000 tokens each: about 148 fit the embedded emulator's first minute. */
+/**
+ * 200 chat requests reserving 340 output tokens each: 147 fit the embedded emulator's first minute (its standard4000
+ * key's Llama row allows 50,000 output tokens a minute; requests and input tokens have room), the rest wait.
+ */
 export const quotaBoundInput = (input: string) =>
   fs.writeFileSync(
     input,
@@ -93,6 +96,6 @@ export const quotaBoundInput = (input: string) =>
       JSON.stringify({
         custom_id: `r${i}`,
         url: "/v1/chat/completions",
-        body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 1000 }
+        body: { model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: `q${i}` }], max_tokens: 340 }
       })).join("\n") + "\n"
   )

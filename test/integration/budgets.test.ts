@@ -73,8 +73,10 @@ describe("three budgets against a strict server (the prompt and max_tokens charg
         const server = yield* Strict.StrictServer
         const chat = yield* Chat.Chat
         const start = yield* Clock.currentTimeMillis
-        const requests = Array.from({ length: n }, (_, i) =>
-          chat.create(ask("m", `${i} ${prompt(size)}`, { max_tokens: maxTokens })))
+        const requests = Array.from(
+          { length: n },
+          (_, i) => chat.create(ask("m", `${i} ${prompt(size)}`, { max_tokens: maxTokens }))
+        )
         yield* drive(requests, Effect.sync(() => server.stats.answered + server.stats.refused))
         assert.strictEqual(server.stats.refused, 0)
         assert.strictEqual(server.stats.answered, n)
@@ -84,7 +86,11 @@ describe("three budgets against a strict server (the prompt and max_tokens charg
         // full goodput: a window's worth at once, the next when the first leaves it; the binding budget was full
         const perWindow = Math.floor(limits[binds] / (binds === "requests" ? 1 : binds === "input" ? size : maxTokens))
         // (a window's worth of whole requests: 4 of about 900 input tokens fill 0.9 of 4,000)
-        assert.isAtLeast(server.stats.peak[binds], limits[binds] * 0.85, `${binds} peaked at ${server.stats.peak[binds]}`)
+        assert.isAtLeast(
+          server.stats.peak[binds],
+          limits[binds] * 0.85,
+          `${binds} peaked at ${server.stats.peak[binds]}`
+        )
         const windows = Math.ceil(n / perWindow) - 1
         assert.isAtMost((yield* Clock.currentTimeMillis) - start, windows * windowMs + 1_000)
         const [bucket] = yield* Effect.flatMap(RateLimiter.RateLimiter, (limiter) => limiter.snapshot)
@@ -108,11 +114,15 @@ describe("the plans' presets against the emulator's plans (the same tables)", ()
         const chat = yield* Chat.Chat
         // output-heavy requests: the output budget binds before the request budget
         const maxTokens = Math.ceil(budgets[2] / (budgets[0] / 2))
-        const requests = Array.from({ length: budgets[0] }, (_, i) =>
-          chat.create(ask(model, `question ${i}`, { max_tokens: maxTokens })))
+        const requests = Array.from(
+          { length: budgets[0] },
+          (_, i) => chat.create(ask(model, `question ${i}`, { max_tokens: maxTokens }))
+        )
         yield* drive(requests, Effect.map(emulator.stats, (stats) => stats.received))
         assert.strictEqual((yield* emulator.stats).rateLimited, 0)
-        const bucket = (yield* Effect.flatMap(RateLimiter.RateLimiter, (l) => l.snapshot)).find((b) => b.model === model)
+        const bucket = (yield* Effect.flatMap(RateLimiter.RateLimiter, (l) => l.snapshot)).find((b) =>
+          b.model === model
+        )
         assert.strictEqual(bucket?.budgets.requests.limit, budgets[0])
         assert.strictEqual(bucket?.budgets.input.limit, budgets[1])
         assert.deepStrictEqual([bucket?.budgets.output.limit, bucket?.budgets.output.source], [budgets[2], "plan"])

@@ -47,20 +47,21 @@ const assertQuotaExceeded = (error: ApiError, status: number, what: string) => {
   assert.strictEqual(error._tag === "QuotaExceeded" ? error.status : undefined, status, what)
 }
 
-/** A request to every kind of model route of the client in context: chat, a stream, completions, responses, embeddings. */
+/** One request per kind of model route of the client in context: chat, a stream, completions, responses, embeddings. */
 const everyModel = Effect.gen(function*() {
   const chat = yield* Chat.Chat
   const completions = yield* Completions.Completions
   const responses = yield* Responses.Responses
   const embeddings = yield* Embeddings.Embeddings
-  return [
+  const requests: ReadonlyArray<readonly [string, Effect.Effect<unknown, ApiError>]> = [
     ["gpt-4o", chat.create(ask("gpt-4o", "Hello"))],
     [llama, chat.create(ask(llama, "Hello"))],
     ["a stream of gemini-2.5-flash", Stream.runDrain(chat.createStream(ask("gemini-2.5-flash", "Hello")))],
     ["Qwen3-30B-A3B-FP8", completions.create({ model: "Qwen3-30B-A3B-FP8", prompt: "Hello" })],
     ["gpt-4.1", responses.create({ model: "gpt-4.1", input: "Hello" })],
     ["text-embedding-bge-m3", embeddings.create({ model: "text-embedding-bge-m3", input: "Hello" })]
-  ] as const satisfies ReadonlyArray<readonly [string, Effect.Effect<unknown, ApiError>]>
+  ]
+  return requests
 })
 
 /**
@@ -144,7 +145,7 @@ describe("a key whose budget is spent", () => {
       ))))
   }
 
-  it.effect("a monthly budget that runs out mid-way: the service's 429 stops every model, and the callers waiting", () =>
+  it.effect("a monthly budget that runs out mid-way: the service's 429 stops every model and the callers waiting", () =>
     Effect.gen(function*() {
       const chat = yield* Chat.Chat
       const embeddings = yield* Embeddings.Embeddings

@@ -80,7 +80,11 @@ describe("learning a bucket's limits", () => {
     assert.isUndefined(learning.input.limit)
     // requests of more tokens than the line can be refused by a token budget
     const many = Math.ceil(line) + 100
-    const [larger] = refusedAt(held(28, 28 * many), request(many), Learning.held(Learning.initial(0), held(100, 2_800), 0))
+    const [larger] = refusedAt(
+      held(28, 28 * many),
+      request(many),
+      Learning.held(Learning.initial(0), held(100, 2_800), 0)
+    )
     assert.strictEqual(larger.input.limit, 29 * many - 1)
   })
 

@@ -36,7 +36,11 @@ describe("the plans' tables", () => {
   })
 
   it("the figures the issue and the docs quote", () => {
-    assert.deepStrictEqual(RateLimiter.preset("basic", "Llama-3.3-70B-Instruct"), { rpm: 20, itpm: 13_800, otpm: 5_000 })
+    assert.deepStrictEqual(RateLimiter.preset("basic", "Llama-3.3-70B-Instruct"), {
+      rpm: 20,
+      itpm: 13_800,
+      otpm: 5_000
+    })
     assert.deepStrictEqual(RateLimiter.preset("basic", "Mistral-Small-24B-Instruct-2501"), {
       rpm: 20,
       itpm: 18_750,
@@ -47,8 +51,16 @@ describe("the plans' tables", () => {
       itpm: 150_000,
       otpm: 60_000
     })
-    assert.deepStrictEqual(RateLimiter.preset("essential", "claude-3-7-sonnet"), { rpm: 36, itpm: 60_000, otpm: 30_000 })
-    assert.deepStrictEqual(RateLimiter.preset("essential", "mistral-medium-3"), { rpm: 90, itpm: 120_000, otpm: 60_000 })
+    assert.deepStrictEqual(RateLimiter.preset("essential", "claude-3-7-sonnet"), {
+      rpm: 36,
+      itpm: 60_000,
+      otpm: 30_000
+    })
+    assert.deepStrictEqual(RateLimiter.preset("essential", "mistral-medium-3"), {
+      rpm: 90,
+      itpm: 120_000,
+      otpm: 60_000
+    })
     assert.deepStrictEqual(RateLimiter.preset("essential", "whisper-large-v3"), { rpm: 300, itpm: 218, otpm: 218 })
     assert.strictEqual(RateLimiter.preset("essential", "gemini-2.5-flash"), "shared")
     assert.strictEqual(RateLimiter.preset("test", "gemma-4-31B"), "shared")

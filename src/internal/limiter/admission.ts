@@ -188,8 +188,11 @@ export const acquireWith = <A, E, R>(
         return then(Exit.succeed(granted), restore)
       }
       // few frames stay on a waiting caller's fiber: thousands may wait at once
+      const behind = bucket.line.busy
       const turn = atHead(core, bucket, cost, restore, now)
-      return Line.join(bucket.line, restore, turn, left(core, bucket), (exit) => then(exit, restore))
+      const joined = Line.join(bucket.line, restore, turn, left(core, bucket), (exit) => then(exit, restore))
+      // observers see a caller join a line that is busy (the head publishes its own turn)
+      return behind && core.watchers > 0 ? Effect.zipRight(Core.publish(core, bucket), joined) : joined
     })
   )
 

@@ -162,7 +162,13 @@ export const applyLearnt = (bucket: Bucket): boolean => {
  * plan changed): its limits from the plan are forgotten and learnt from here, starting with this refusal, which the
  * window held `count` for. Limits configured or from headers stay. True when something was demoted.
  */
-export const demote = (bucket: Bucket, count: Budgets.Amounts, cost: Budgets.Amounts, now: number, windowMs: number) => {
+export const demote = (
+  bucket: Bucket,
+  count: Budgets.Amounts,
+  cost: Budgets.Amounts,
+  now: number,
+  windowMs: number
+) => {
   const plan = Budgets.dimensions.filter((d) => bucket.limits[d].source === "plan")
   if (plan.length === 0) return false
   const limits: { [D in Budgets.Dimension]: Budgets.Limit } = { ...bucket.limits }
