@@ -164,12 +164,15 @@ const chaosRow = (client: ChaosClient) =>
         Layer.provide(Layer.mergeAll(NodeContext.layer, Node.httpClient)),
         Layer.provide(ClientConfig.layer({ apiKey: emulator.keys[0]!.key, baseUrl: emulator.baseUrl, tier: "auto" }))
       )
+    // the first rule that fires wins: the random 429s first, the latency for every other request
     yield* emulator.setChaos([
-      { fault: { kind: "latency", delay: Duration.millis(chaosLatencyMs) } },
-      { fault: { kind: "status", status: 429 }, rate: chaosRate }
+      { fault: { kind: "status", status: 429 }, rate: chaosRate },
+      { fault: { kind: "latency", delay: Duration.millis(chaosLatencyMs) } }
     ])
     const first = yield* chaosJob(emulator).pipe(Effect.provide(clientOf()))
     yield* emulator.setChaos([{ fault: { kind: "latency", delay: Duration.millis(chaosLatencyMs) } }])
+    // later: once the server's window no longer holds the first job's requests
+    yield* Effect.sleep(Duration.millis(chaosWindowMs + 1_000))
     const laterJobSeconds = yield* largerJob.pipe(Effect.provide(clientOf()))
     return { client, ...first, laterJobSeconds } satisfies ChaosRow
   })).pipe(
@@ -343,7 +346,8 @@ export const run = async (): Promise<Report> => {
       } s window, and the emulator refuses ` +
       `${chaosRate * 100}% of requests at random with a 429 (besides the window's own), for ${chaosWindows} windows; ` +
       `each client keeps what it learns in a cache directory of its own (\`LimiterStore.layerMemoryCached\`), and a ` +
-      `later job (a new client on the same directory, no random 429s) sends 20 requests of about 1,500 input tokens ` +
+      `later job (a new client on the same directory, no random 429s, a window after the first job) sends 20 ` +
+      `requests of about 1,500 input tokens ` +
       `at once, which the key's tokens (1,000,000 a window) take at once. The learnt limit is read every 100 ms.`,
       "The presets are per window here (the limiter's window is the emulator's). Too high a preset loses no answer on this server only because its 429s carry a `retry-after` that the retries wait out exactly: it meets 429s in every window, each one a request sent for nothing. Too low a preset meets none and runs at its preset's share of the key, silently. `auto`'s 429s are those of the requests in flight when the first one came (the probe's ceiling, 8); after them it runs at the limit it measured, and its first careful raise comes after three calm windows, beyond this run."
     ]

@@ -48,6 +48,7 @@ const environment = `ENVIRONMENT
 EXIT CODES
 
   0 success; 1 the service or the network failed, or a batch has lines still failed; 2 bad usage or configuration;
+  3 a batch stopped because the key's monthly budget is spent (its lines left for a rerun);
   130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM
 `
 

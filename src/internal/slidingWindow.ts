@@ -3,7 +3,7 @@
  * at `t` counts against every interval that contains `t`, until `t + window`, in each of its budgets.
  * @internal
  */
-import { type Amounts, type Dimension, dimensions, none } from "./budgets.js"
+import { type Amounts, type Dimension, none } from "./budgets.js"
 
 /** One counted request (or usage learnt from elsewhere: `requests` 0 or more), and when it counts from. */
 export interface Entry extends Amounts {
@@ -44,7 +44,12 @@ export class Log<E extends Entry> {
   }
 
   private count(entry: Amounts, sign: 1 | -1): void {
-    for (const d of dimensions) this.sums[d] += sign * entry[d]
+    // spelt out: this runs twice for every request (in, then out), on the hot path of admission
+    const sums = this.sums
+    sums.requests += sign * entry.requests
+    sums.input += sign * entry.input
+    sums.output += sign * entry.output
+    sums.tokens += sign * entry.tokens
   }
 
   /** Adds an entry at its place in time (entries mostly arrive in order: the search starts at the end). */
@@ -113,6 +118,13 @@ export class Log<E extends Entry> {
         ? this.untilFreed(d, this.sums[d] + request[d] - limits[d], now, windowMs)
         : 0
     return { requests: wait("requests"), input: wait("input"), output: wait("output"), tokens: wait("tokens") }
+  }
+
+  /** Whether one more request of `request` fits under `limits` now (the entries pruned): `waitFor` all 0, at no cost. */
+  fits(request: Amounts, limits: Amounts): boolean {
+    const sums = this.sums
+    const over = (d: Dimension) => request[d] > 0 && sums[d] + request[d] > limits[d]
+    return !(over("requests") || over("input") || over("output") || over("tokens"))
   }
 
   /** How long until the oldest entries free `excess` of budget `d`. */

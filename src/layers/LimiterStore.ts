@@ -46,7 +46,7 @@ import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type Amounts, dimensions } from "../internal/budgets.js"
+import type { Amounts } from "../internal/budgets.js"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
 import type { LimiterUnavailable } from "../schemas/Errors.js"
 
@@ -326,7 +326,9 @@ const usageOf = (entries: SlidingWindowLog.Log<Entry>, now: number, windowMs: nu
 }
 
 /** Whether a request can never fit: one of its budgets is above the limit. */
-const tooLarge = (request: Budgets, limits: Limits): boolean => dimensions.some((d) => request[d] > limits[d])
+const tooLarge = (request: Budgets, limits: Limits): boolean =>
+  request.requests > limits.requests || request.input > limits.input || request.output > limits.output ||
+  request.tokens > limits.tokens
 
 /**
  * How long `waiter` waits: its own wait when it is first in line (or uses no line); behind another, until that one
@@ -459,8 +461,7 @@ const topUpIn = (memory: Memory, { entries }: Bucket, count: ServerCount, now: n
 const reserveNowIn = (memory: Memory): LimiterStore.ReserveNow => (name, request, limits, now) => {
   const bucket = prunedAt(memory, name, limits.windowMs, now)
   if (bucket.waiters.length > 0 || tooLarge(request, limits)) return undefined
-  const waits = bucket.entries.waitFor(now, request, limits, limits.windowMs)
-  return SlidingWindowLog.longest(waits) > 0 ? undefined : admit(memory, bucket, request, now, limits.windowMs)
+  return bucket.entries.fits(request, limits) ? admit(memory, bucket, request, now, limits.windowMs) : undefined
 }
 
 /** `restamp.now`: the entry counted from `now` (never earlier than it was). */

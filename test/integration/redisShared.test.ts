@@ -107,6 +107,61 @@ describe.skipIf(url === undefined)("one key shared by several processes through 
   )
 
   it.scopedLive(
+    "four processes, Redis killed and restarted: each goes on under its own limiter in the outage, every line written",
+    () =>
+      Effect.gen(function*() {
+        // 40 requests per 2-second window on the key (configured alike in every process): 4 x 30 lines need three
+        // windows together; in the outage each process counts alone, and each must make progress
+        const emulator = yield* serve({
+          window: "2 seconds",
+          tiers: { shared: { rpm: 40, tpm: 10_000_000 } },
+          keys: [{ key: Emulator.developmentKey("shared"), tier: "shared" }]
+        })
+        // stopped in the middle of the test, and again (a no-op) at its end, however it ends
+        const first = yield* Effect.acquireRelease(Effect.promise(() => startRedis()), (r) => Effect.promise(r.stop))
+        const dir = yield* tempDir("aifs-shared-")
+        const env = {
+          AIFS_API_KEY: Emulator.developmentKey("shared"),
+          AIFS_LIMITS: "*=40/10000000",
+          AIFS_CACHE_DIR: "",
+          AIFS_BASE_URL: emulator.baseUrl,
+          AIFS_LIMITER_REDIS_URL: first.url,
+          AIFS_LIMITER_WINDOW: "2s"
+        }
+        const runs = Array.from({ length: 4 }, (_, p) => {
+          const input = path.join(dir, `in${p}.jsonl`)
+          fs.writeFileSync(input, requests(`o${p}-`, 30))
+          const output = path.join(dir, `out${p}.jsonl`)
+          return { output, run: batch(input, output, env) }
+        })
+        const written = () => runs.map((r) => lineCount(r.output))
+        const total = () => written().reduce((a, b) => a + b, 0)
+        for (let i = 0; i < 600 && total() < 20; i++) yield* Effect.sleep("20 millis")
+        yield* Effect.promise(first.stop)
+        const before = written()
+        assert.isBelow(total(), 120, "Redis goes in the middle of the runs")
+        // the outage: three seconds, more than a window
+        yield* Effect.sleep("3 seconds")
+        const during = written()
+        for (const [p, count] of during.entries()) {
+          assert.isAbove(count, before[p]!, `process ${p} made no progress in the outage (${before} -> ${during})`)
+        }
+        const second = yield* Effect.acquireRelease(
+          Effect.promise(() => startRedis({ port: first.port })),
+          (r) => Effect.promise(r.stop)
+        )
+        assert.strictEqual(second.url, first.url)
+        const exits = yield* Effect.promise(() => Promise.all(runs.map((r) => r.run.exit)))
+        for (const [p, exit] of exits.entries()) assert.strictEqual(exit.code, 0, `process ${p}: ${exit.output}`)
+        for (const [p, { output }] of runs.entries()) {
+          const results = resultsOf(output)
+          assert.sameMembers(results.map((r) => r.custom_id), Array.from({ length: 30 }, (_, i) => `o${p}-${i}`))
+        }
+      }),
+    120_000
+  )
+
+  it.scopedLive(
     "Redis stopped in the middle of a run: the process counts in memory, says so once, writes every line",
     () =>
       Effect.gen(function*() {

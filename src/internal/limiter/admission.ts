@@ -52,10 +52,8 @@ const refusedAt = (core: Core.Core, bucket: Bucket.Bucket, cost: Budgets.Amounts
 }
 
 /** The limits the store checks a request of `cost` against. */
-const limitsFor = (core: Core.Core, bucket: Bucket.Bucket, cost: Budgets.Amounts) => ({
-  ...Budgets.enforced(bucket.limits, cost),
-  windowMs: Core.windowOf(core, bucket)
-})
+const limitsFor = (core: Core.Core, bucket: Bucket.Bucket, cost: Budgets.Amounts) =>
+  Bucket.storeLimits(bucket, cost, core.windowMs)
 
 /** A wait the bucket itself imposes (closed after a 429, a place kept in the store's line, a full probe), if any. */
 const ownWait = (core: Core.Core, bucket: Bucket.Bucket, now: number, queuedUntil: number): number | undefined => {

@@ -45,6 +45,8 @@ export interface Bucket {
   placeInStore: boolean
   /** For a bucket that does not learn: the 429s at none of its limits lately (see `demote`). */
   noise: Learning.Noise
+  /** The limits the store last checked a request against, while they hold for any request (none is learnt). */
+  checked: { readonly of: Budgets.Limits; readonly marginMs: number; readonly limits: StoreLimits } | undefined
   /** The usage the store reported with its last answer, and when (for observers, without asking it again). */
   usage: Usage
   usageAt: number
@@ -53,6 +55,26 @@ export interface Bucket {
   /** How many times capacity came back (so that a release during a reservation is not missed). */
   releases: number
   readonly line: Line.Line
+}
+
+/** The numbers a store checks a request against, and how long an entry counts. */
+export interface StoreLimits extends Budgets.Amounts {
+  readonly windowMs: number
+}
+
+/**
+ * The limits a store checks a request costing `cost` against: kept while the bucket's limits and margin stay, when
+ * none is learnt (a learnt one depends on the request: see `Budgets.enforced`).
+ */
+export const storeLimits = (bucket: Bucket, cost: Budgets.Amounts, windowMs: number): StoreLimits => {
+  const checked = bucket.checked
+  if (checked !== undefined && checked.of === bucket.limits && checked.marginMs === bucket.marginMs) {
+    return checked.limits
+  }
+  const limits = { ...Budgets.enforced(bucket.limits, cost), windowMs: windowOf(bucket, windowMs) }
+  const general = !Budgets.dimensions.some((d) => Budgets.estimated(bucket.limits[d]))
+  bucket.checked = general ? { of: bucket.limits, marginMs: bucket.marginMs, limits } : undefined
+  return limits
 }
 
 /** Each unpredicted 429 at a limit widens the margin by this much, up to `maxMarginMs`. */
@@ -83,12 +105,22 @@ export const make = (
   queuedUntil: 0,
   placeInStore: false,
   noise: Learning.quiet,
+  checked: undefined,
   usage: { ...Budgets.none, nextExpiryMs: 0 },
   usageAt: 0,
   wake: undefined,
   releases: 0,
   line: Line.make()
 })
+
+/** Counts a permit's cost in (`1`) or out (`-1`) of what the bucket's permits not settled yet reserved. */
+export const addPending = (bucket: Bucket, cost: Budgets.Amounts, sign: 1 | -1): void => {
+  const pending = bucket.pending
+  pending.requests += sign * cost.requests
+  pending.input += sign * cost.input
+  pending.output += sign * cost.output
+  pending.tokens += sign * cost.tokens
+}
 
 /** Whether a limit follows what the bucket learns: learnt, or not known yet. */
 const followsLearning = (limit: Budgets.Limit): boolean => limit.source === "unknown" || limit.source === "learnt"
@@ -134,9 +166,13 @@ export const throttledAt = (bucket: Bucket, now: number, waitMs: number, windowM
 /** Takes the limits an answer's headers give (requests, combined tokens); true when one changed. */
 export const applyHeaders = (bucket: Bucket, info: RateLimitInfo): boolean => {
   const header = (value: number | undefined, limit: Budgets.Limit): Budgets.Limit =>
-    value !== undefined && value > 0 ? { value, source: "header" } : limit
+    value === undefined || value <= 0 || (limit.source === "header" && limit.value === value)
+      ? limit
+      : { value, source: "header" }
   const requests = header(info.limitRequests, bucket.limits.requests)
   const tokens = header(info.limitTokens, bucket.limits.tokens)
+  if (requests === bucket.limits.requests && tokens === bucket.limits.tokens) return false
+  // a new object only when something changed: what depends on it (the store's limits) is kept meanwhile
   const changed = requests.value !== bucket.limits.requests.value || tokens.value !== bucket.limits.tokens.value
   bucket.limits = { ...bucket.limits, requests, tokens }
   return changed

@@ -7,6 +7,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
 import type { ApiError, QuotaExceeded } from "../../schemas/Errors.js"
 import * as Budgets from "../budgets.js"
 import * as Learning from "../learning.js"
@@ -88,30 +89,35 @@ interface Granted {
 
 const windowOf = ({ bucket, core }: Granted) => Core.windowOf(core, bucket)
 
-/** Counted from now: by then the server has surely counted it; with `evidence`, a success the learner takes in. */
-const restamp = (g: Granted, evidence: boolean) =>
-  Effect.withFiberRuntime<void>((fiber) => {
-    const { bucket, core, id } = g
-    // a success ends a streak of 429s: they were noise
-    if (evidence && bucket.noise.streak !== 0) bucket.noise = Learning.quiet
-    if (!bucket.inFlight.delete(g.seq)) {
-      // nothing learnt from it: only the store's count to settle, in this step when the store answers at once
-      const now = core.store.restamp.now
-      if (now === undefined) return Core.settle(bucket, core.store.restamp(bucket.id, id, windowOf(g)))
-      const at = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-      Core.note(bucket, now(bucket.id, id, windowOf(g), at), at)
-      return Effect.void
-    }
-    // while probing, the place in flight it leaves lets the head go
-    return Effect.zipRight(
-      Core.settle(
-        bucket,
-        core.store.restamp(bucket.id, id, windowOf(g)),
-        Learner.observe(core, bucket, g.generation, evidence)
-      ),
-      Bucket.probing(bucket) ? Core.released(core, bucket) : Effect.void
-    )
-  })
+/** A settlement after which the limiter does not pace the request's retry: every outcome's but a 429's. */
+const unpaced = Effect.succeed(false)
+
+/**
+ * Counted from now: by then the server has surely counted it; with `evidence`, a success the learner takes in. In the
+ * settling fiber's own step when the store answers at once and nothing is learnt (most requests).
+ */
+const restamp = (g: Granted, fiber: Fiber.RuntimeFiber<boolean, never>, evidence: boolean): Effect.Effect<boolean> => {
+  const { bucket, core, id } = g
+  // a success ends a streak of 429s: they were noise
+  if (evidence && bucket.noise.streak !== 0) bucket.noise = Learning.quiet
+  if (!bucket.inFlight.delete(g.seq)) {
+    // nothing learnt from it: only the store's count to settle
+    const now = core.store.restamp.now
+    if (now === undefined) return Effect.as(Core.settle(bucket, core.store.restamp(bucket.id, id, windowOf(g))), false)
+    const at = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+    Core.note(bucket, now(bucket.id, id, windowOf(g), at), at)
+    return unpaced
+  }
+  // while probing, the place in flight it leaves lets the head go
+  return Core.settle(
+    bucket,
+    core.store.restamp(bucket.id, id, windowOf(g)),
+    Learner.observe(core, bucket, g.generation, evidence)
+  ).pipe(
+    Effect.zipRight(Bucket.probing(bucket) ? Core.released(core, bucket) : Effect.void),
+    Effect.as(false)
+  )
+}
 
 /** The server never counted it: it all comes back. */
 const removed = (g: Granted) =>
@@ -152,10 +158,10 @@ const refund = (g: Granted) =>
 
 /** Settles `g` by `outcome` (once), as the settlement table says. */
 const settle = (g: Granted, outcome: Outcome, error?: ApiError): Effect.Effect<boolean> =>
-  Effect.suspend(() => {
-    if (g.settled) return Effect.succeed(false)
+  Effect.withFiberRuntime<boolean>((fiber) => {
+    if (g.settled) return unpaced
     g.settled = true
-    for (const d of Budgets.dimensions) g.bucket.pending[d] -= g.cost[d]
+    Bucket.addPending(g.bucket, g.cost, -1)
     const effects = Settlement.effectsOf(outcome)
     if (effects.evidence === "refusal") return throttled(g, retryAfterOf(error))
     // the key stops first: nothing of it is admitted while the store gives the entry back
@@ -163,21 +169,22 @@ const settle = (g: Granted, outcome: Outcome, error?: ApiError): Effect.Effect<b
       return Effect.as(Effect.zipRight(stopKey(g.core, g.bucket.key, error), removed(g)), false)
     }
     if (effects.entry === "remove") return Effect.as(removed(g), false)
-    const restamped = restamp(g, effects.evidence === "held")
-    return Effect.as(effects.tokens === "refunded" ? Effect.zipRight(restamped, refund(g)) : restamped, false)
+    const restamped = restamp(g, fiber, effects.evidence === "held")
+    return effects.tokens === "refunded" ? Effect.zipLeft(restamped, refund(g)) : restamped
   })
 
-/** The usage the answer reports: the entry's token budgets as `Settlement.reconciled` says. */
-const reconcile = (g: Granted, usage: Usage) =>
-  Effect.suspend(() => {
-    const next = Settlement.reconciled(g.cost, usage, g.core.reconcile)
-    if (next === undefined) return Effect.void
-    return Core.settle(
+/** The usage the answer reports: the entry's token budgets as `Settlement.reconciled` says (mostly: none to change). */
+const reconcile = (g: Granted, usage: Usage): Effect.Effect<void> => {
+  const next = Settlement.reconciled(g.cost, usage, g.core.reconcile)
+  if (next === undefined) return Effect.void
+  return Effect.suspend(() =>
+    Core.settle(
       g.bucket,
       g.core.store.adjust(g.bucket.id, g.id, next.amounts, windowOf(g)),
       () => next.lowered ? Core.released(g.core, g.bucket) : Core.publish(g.core, g.bucket)
     )
-  })
+  )
+}
 
 /**
  * The permit of a request counted in the store as `id`, costing `cost`. Most requests settle once, by `succeeded`,
@@ -196,7 +203,7 @@ export const make = (core: Core.Core, bucket: Bucket.Bucket, id: number, cost: B
     settled: false
   }
   if (learns) bucket.inFlight.set(g.seq, cost)
-  for (const d of Budgets.dimensions) bucket.pending[d] += cost[d]
+  Bucket.addPending(bucket, cost, 1)
   return {
     cost,
     settle: (outcome, error) => settle(g, outcome, error),

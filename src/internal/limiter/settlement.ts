@@ -90,8 +90,9 @@ export const reconciled = (
   const input = settled("input")
   const output = settled("output")
   // the combined budget is always what the other two hold together
-  const amounts = { ...reserved, input, output, tokens: input + output }
-  if (tokenDimensions.every((d) => amounts[d] === reserved[d])) return undefined
+  const tokens = input + output
+  if (input === reserved.input && output === reserved.output && tokens === reserved.tokens) return undefined
+  const amounts = { ...reserved, input, output, tokens }
   return { amounts, lowered: tokenDimensions.some((d) => amounts[d] < reserved[d]) }
 }
 

@@ -71,7 +71,7 @@ interface Outcome {
   /** Set as the request is handed to the HTTP client: from then on, the server may count it. */
   sending: boolean
   settled: boolean
-  readonly succeeded: (meta: ResponseMetadata) => Effect.Effect<void>
+  readonly succeeded: (meta: ResponseMetadata) => Effect.Effect<unknown>
   readonly failed: (error: ApiError) => Effect.Effect<ApiError>
   readonly unsettled: () => Effect.Effect<void>
 }
@@ -205,7 +205,7 @@ const outcomeOf = ({ key, model, permit }: Admission, { learn, spent }: Deps): O
     succeeded: (meta) =>
       Effect.uninterruptible(Effect.suspend(() => {
         state.settled = true
-        return permit === undefined ? Effect.void : Effect.asVoid(permit.settle("succeeded"))
+        return permit === undefined ? Effect.void : permit.settle("succeeded")
       })).pipe(Effect.zipRight(learnt(meta))),
     failed: (error) =>
       Effect.uninterruptible(Effect.suspend(() => {
