@@ -404,6 +404,10 @@ export const settingsFromEnv: Config.Config<Omit<Options, "apiKey">> = Config.al
   streamIdleTimeout: positiveDuration("AIFS_STREAM_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2)))
 })
 
+/** What a missing key says: where keys come from, the local emulator's included. */
+const missingKey = "AIFS_API_KEY is not set: your project's key (gen-...) from the AI Foundation Services portal, "
+  + "or against a local emulator (`npx aifs emulator`) one of the development keys it prints"
+
 /**
  * The environment variables read by `layerFromEnv`: `AIFS_API_KEY` and `settingsFromEnv`.
  *
@@ -413,7 +417,11 @@ export const settingsFromEnv: Config.Config<Omit<Options, "apiKey">> = Config.al
 export const fromEnv: Config.Config<Options> = Config.zipWith(
   // read as text and made `Redacted` at once: `Config.redacted` hides the reason of a missing key as well
   // ("Missing data at AIFS_API_KEY: <redacted>"), and a missing key has no secret to hide
-  Config.map(Config.string("AIFS_API_KEY"), Redacted.make).pipe(
+  Config.option(Config.string("AIFS_API_KEY")).pipe(
+    Config.mapOrFail(Option.match({
+      onNone: () => Either.left(ConfigError.MissingData(["AIFS_API_KEY"], missingKey)),
+      onSome: (key) => Either.right(Redacted.make(key))
+    })),
     Config.withDescription("API key of AI Foundation Services (gen-...); required for the real service")
   ),
   settingsFromEnv,

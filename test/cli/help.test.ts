@@ -150,4 +150,24 @@ describe("aifs flags", { timeout: 60_000 }, () => {
       assert.strictEqual(plain.stdout.trim().split("\n").length, list.data.length)
       assert.match(plain.stdout, /^Llama-3\.3-70B-Instruct\t/m)
     }))
+
+  it.live("without an optional peer the command line needs: one line naming it and its install command", () =>
+    Effect.gen(function*() {
+      for (const name of ["@effect/cli", "@effect/platform-node"]) {
+        const run = yield* aifs(["models"], { HIDE_PACKAGE: name }, {
+          node: ["--import", "./test/fixtures/hidePackage.mjs"]
+        })
+        assert.strictEqual(run.code, 1)
+        assert.strictEqual(
+          run.stderr,
+          `aifs: error: the command line needs the optional peer ${name}, which is not installed: npm install ${name}@^`
+            + (name === "@effect/cli" ? "0.77.2\n" : "0.108.2\n")
+        )
+      }
+      // a help page needs neither
+      const help = yield* aifs(["--help"], { HIDE_PACKAGE: "@effect/cli" }, {
+        node: ["--import", "./test/fixtures/hidePackage.mjs"]
+      })
+      assert.strictEqual(help.code, 0, help.stderr)
+    }))
 })

@@ -30,11 +30,16 @@ export const cliEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({
 export const aifs = (
   args: ReadonlyArray<string>,
   env: Record<string, string> = {},
-  options: { readonly timeoutMs?: number; readonly input?: string } = {}
+  options: {
+    readonly timeoutMs?: number
+    readonly input?: string
+    /** More of node's own arguments (e.g. `--import` of a hook), after tsx's. */
+    readonly node?: ReadonlyArray<string>
+  } = {}
 ): Effect.Effect<Run, Error> =>
   Effect.async<Run, Error>((resume) => {
     const timeoutMs = options.timeoutMs ?? 45_000
-    const child = spawn(process.execPath, ["--import", "tsx", bin, ...args], {
+    const child = spawn(process.execPath, ["--import", "tsx", ...(options.node ?? []), bin, ...args], {
       env: cliEnv(env),
       stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"]
     })

@@ -50,7 +50,7 @@ describe("ClientConfig.layerFromEnv", () => {
       assert.strictEqual(config.tier, "standard4000")
     }))
 
-  it.effect("a missing AIFS_API_KEY is a ConfigError naming it", () =>
+  it.effect("a missing AIFS_API_KEY is a ConfigError naming it and where keys come from", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(fromEnv({ AIFS_BASE_URL: "http://localhost:8080/v2" }))
       assert.isTrue(Exit.isFailure(exit))
@@ -63,7 +63,9 @@ describe("ClientConfig.layerFromEnv", () => {
       assert.isTrue(ConfigError.isMissingData(error.value))
       // why, in words: not hidden as if it were the key
       assert.notInclude(String(error.value), "<redacted>")
-      assert.include(String(error.value), "Expected AIFS_API_KEY to exist")
+      assert.include(String(error.value), "AIFS_API_KEY is not set: your project's key (gen-...) from the AI")
+      // the local emulator's keys: a newcomer trying the client without one
+      assert.include(String(error.value), "npx aifs emulator`) one of the development keys it prints")
     }))
 
   it.effect("derives the v1 and queue URLs from the origin of AIFS_BASE_URL", () =>
