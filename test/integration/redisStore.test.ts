@@ -384,6 +384,8 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
           logs.some((l) => l.includes("refused the connection") && l.includes("counting in this process's memory"))
         )
         for (const line of logs) assert.notInclude(line, "pass-at-start")
+        // it did not connect: nothing says it counts on Redis
+        assert.isFalse(logs.some((l) => l.includes("counts on Redis")), logs.join("\n"))
         const refused = yield* Effect.flip(
           storeOf(RedisLimiterStore.layer(`redis://127.0.0.1:${nowhere}`, { onUnavailable: "fail" }))
         )
@@ -391,6 +393,26 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
           refused.message,
           new RegExp(`^the limiter store \\(redis://127\\.0\\.0\\.1:${nowhere}\\) refused the connection: `)
         )
+      }))
+
+    it.scopedLive("a store that connects says once, at info level, which server counts (never its password)", () =>
+      Effect.gen(function*() {
+        const secured = yield* Effect.acquireRelease(
+          Effect.promise(() => startRedis({ password: "info-pass" })),
+          (server) => Effect.promise(server.stop)
+        )
+        const logs: Array<string> = []
+        const logger = Logger.replace(
+          Logger.defaultLogger,
+          Logger.make(({ logLevel, message }) => logs.push(`${logLevel.label} ${String(message)}`))
+        )
+        const store = yield* storeOf(RedisLimiterStore.layer(secured.url, { prefix: "my-app" })).pipe(
+          Effect.provide(logger)
+        )
+        yield* store.usage("b", 1_000)
+        assert.deepStrictEqual(logs, [
+          `INFO aifs: the rate limiter counts on Redis at redis://:***@127.0.0.1:${secured.port} (prefix my-app)`
+        ])
       }))
 
     it.scopedLive("every operation that cannot reach the server says which, and why, naming the store", () =>
@@ -444,15 +466,16 @@ describe.skipIf(url === undefined)("the Redis limiter store", () => {
           RedisLimiterStore.layerFromClient(mine, { onUnavailable: "fail", timeout: "100 millis" })
         )
         yield* store.reserve("b", cost(1, 0), limits)
-        void blocker.eval(busyFor500ms, 0).catch(() => undefined)
+        // busy long enough that a probe's time limit (200 ms, far above a busy machine's pauses) leaves it busy still
+        void blocker.eval(serverBusyFor(1_500), 0).catch(() => undefined)
         for (let i = 0; i < 20; i++) {
-          const answered = yield* Effect.promise(() => probe.ping()).pipe(Effect.timeout("50 millis"), Effect.option)
+          const answered = yield* Effect.promise(() => probe.ping()).pipe(Effect.timeout("200 millis"), Effect.option)
           if (answered._tag === "None") break
         }
         const failure = yield* Effect.flip(store.reserve("b", cost(1, 0), limits))
         // a client of your own is named by the store's default name, its keys under the default prefix
         assert.strictEqual(failure.message, "the limiter store (redis) failed to reserve: no answer within 100ms")
-        yield* Effect.sleep("600 millis")
+        yield* Effect.sleep("1500 millis")
         assert.include(yield* Effect.promise(() => probe.keys("{aifs:*")), "{aifs:v2:b}:log")
       }))
 
