@@ -479,7 +479,9 @@ const connect = (url: string, options: Options) =>
     yield* Effect.tryPromise({ try: () => client.connect(), catch: (cause) => cause }).pipe(
       Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("no answer within 5 seconds") }),
       // which store counts: every process on this URL and prefix shares the key's budgets
-      Effect.zipRight(Effect.logInfo(`aifs: the rate limiter counts on Redis at ${name} (prefix ${options.prefix ?? "aifs"})`)),
+      Effect.zipRight(
+        Effect.logInfo(`aifs: the rate limiter counts on Redis at ${name} (prefix ${options.prefix ?? "aifs"})`)
+      ),
       Effect.catchAll((cause) => {
         const reason = describe(lastError ?? cause)
         const message = `the limiter store (${name}) refused the connection: ${reason}`
