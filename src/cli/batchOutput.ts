@@ -16,7 +16,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
-import * as readline from "node:readline"
+import { StringDecoder } from "node:string_decoder"
 
 /**
  * The output could not be read or written (a full disk, a path that is not writable): the run ends at once, and
@@ -28,7 +28,7 @@ import * as readline from "node:readline"
 export class OutputError extends Data.TaggedError("OutputError")<{ readonly message: string }> {}
 
 /**
- * The message of a failure from node:fs or readline (Error objects; anything else as a string).
+ * The message of a failure from node:fs (Error objects; anything else as a string).
  *
  * @since 0.2.0
  * @category errors
@@ -94,10 +94,36 @@ const isRegularFile = (path: string): boolean => {
   }
 }
 
-/** The lines of a file, streamed, with their 1-based numbers. */
+/** A line without the CR of its CRLF. */
+const withoutCr = (line: string): string => (line.endsWith("\r") ? line.slice(0, -1) : line)
+
 /**
- * The lines of a file, streamed, with their 1-based numbers; the file is closed (its descriptor released) when the
- * stream ends, however it ends, before anything after it runs.
+ * The lines of a byte stream, broken at each LF only (a CRLF is one break): a lone CR is a character of its line, as
+ * JSON Lines has it (JSON reads it as whitespace), so that line numbers are the file's. A last line without a break
+ * is a line; an empty input has none. (node:readline also breaks at a lone CR.)
+ *
+ * @since 0.4.0
+ * @category reading
+ */
+export async function* splitLines(chunks: AsyncIterable<Uint8Array | string>): AsyncGenerator<string> {
+  const decoder = new StringDecoder("utf8")
+  let rest = ""
+  for await (const chunk of chunks) {
+    rest += typeof chunk === "string" ? chunk : decoder.write(chunk)
+    let start = 0
+    for (let end = rest.indexOf("\n"); end !== -1; end = rest.indexOf("\n", start)) {
+      yield withoutCr(rest.slice(start, end))
+      start = end + 1
+    }
+    rest = rest.slice(start)
+  }
+  rest += decoder.end()
+  if (rest !== "") yield withoutCr(rest)
+}
+
+/**
+ * The lines of a file (see `splitLines`), streamed, with their 1-based numbers; the file is closed (its descriptor
+ * released) when the stream ends, however it ends, before anything after it runs.
  *
  * @since 0.2.0
  * @category reading
@@ -116,7 +142,7 @@ export const readLines = <E>(
           input.destroy()
         })
     ),
-    (input) => Stream.fromAsyncIterable(readline.createInterface({ input, crlfDelay: Infinity }), onError)
+    (input) => Stream.fromAsyncIterable(splitLines(input), onError)
   )).pipe(Stream.zipWithIndex, Stream.map(([text, index]) => [text, index + 1] as const))
 
 const linesOf = (path: string): Stream.Stream<readonly [string, number], OutputError> =>

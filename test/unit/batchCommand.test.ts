@@ -171,6 +171,25 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.strictEqual(openDescriptors(paths.output), 0)
     }))
 
+  it.scoped("a lone carriage return is not a line break: bad lines are numbered as the file's lines, CRLF is one break", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(false)
+      const dir = yield* tempDir("aifs-batch-cli-")
+      const paths = { input: join(dir, "in.jsonl"), output: join(dir, "out.jsonl") }
+      // line 2 holds a stray CR; line 3 is good JSON with a CR between its fields (JSON whitespace); line 4 is bad
+      const withCr = chat("b").replace(",", ",\r")
+      writeFileSync(paths.input, `${chat("a")}\r\n{not json\rstill line 2\r\n${withCr}\n[]\r\n${chat("c")}`)
+      const server = yield* recorder(() => ({ body: chatCompletionBody }))
+      yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(Testing.layerHttp(server.handler)))
+      assert.deepStrictEqual(outputIds(paths.output).sort(), ["a", "b", "c"])
+      assert.deepStrictEqual(t.written.filter((text) => text.includes(": line ")), [
+        "aifs batch: line 2: not JSON\n",
+        "aifs batch: line 4: missing custom_id\n"
+      ])
+      assert.include(t.written.at(-1), "3 succeeded, 0 failed")
+      assert.include(t.written.at(-1), "2 bad input lines")
+    }))
+
   it.scoped("a run where every request succeeds and every line is good leaves the exit code alone", () =>
     Effect.gen(function*() {
       const t = yield* terminal(false)

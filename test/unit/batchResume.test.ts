@@ -1,10 +1,13 @@
 /**
  * A batch's output as a log: a torn last line is cut at the byte where the last whole line ends, whatever the text
  * holds (characters of two, three and four bytes, lines longer than a read); the latest line of an id is its result;
- * compaction leaves one line per id, the latest, and touches nothing when there is nothing to drop.
+ * compaction leaves one line per id, the latest, and touches nothing when there is nothing to drop. Lines break at LF
+ * only (a CRLF is one break), so that line numbers are the file's.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import {
   chmodSync,
   existsSync,
@@ -214,5 +217,37 @@ describe("batch resume", () => {
       assert.isTrue(lstatSync(link).isSymbolicLink())
       assert.strictEqual(readFileSync(file, "utf8"), line("a", "1"))
       assert.strictEqual(statSync(file).mode & 0o777, 0o600)
+    }))
+})
+
+describe("the lines of a file", () => {
+  const split = (...chunks: Array<string | Uint8Array>) =>
+    Effect.promise(async () => {
+      const lines: Array<string> = []
+      for await (
+        const line of BatchOutput.splitLines((async function*() {
+          yield* chunks
+        })())
+      ) lines.push(line)
+      return lines
+    })
+
+  it.effect("break at LF only: a CRLF is one break, a lone CR stays in its line; a last line needs no break", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* split("a\r\nb\rstill b\nc\r", "\nd"), ["a", "b\rstill b", "c", "d"])
+      assert.deepStrictEqual(yield* split("a\n\n", "b\n"), ["a", "", "b"])
+      assert.deepStrictEqual(yield* split(""), [])
+      // a CRLF cut between two reads, and a character of several bytes cut between two reads
+      const euro = Buffer.from("€\n")
+      assert.deepStrictEqual(yield* split("x\r", "\ny", euro.subarray(0, 1), euro.subarray(1)), ["x", "y€"])
+    }))
+
+  it.scoped("readLines numbers them as the file's lines", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("aifs-lines-")
+      const file = join(dir, "in.jsonl")
+      writeFileSync(file, "one\r\ntwo\rstill two\nthree")
+      const lines = yield* Stream.runCollect(BatchOutput.readLines(file, String))
+      assert.deepStrictEqual(Chunk.toReadonlyArray(lines), [["one", 1], ["two\rstill two", 2], ["three", 3]])
     }))
 })
