@@ -7,10 +7,12 @@ import * as Headers from "@effect/platform/Headers"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import type * as MetricLabel from "effect/MetricLabel"
 import type { ClientConfig } from "../../layers/ClientConfig.js"
 import * as Metrics from "../../layers/ClientMetrics.js"
+import { type ApiError, NotFound } from "../../schemas/Errors.js"
 import type { Base, RequestOptions } from "../../services/InferenceHttpClient.js"
 import * as Transport from "../transport.js"
 import type { Deps } from "./attempt.js"
@@ -98,6 +100,7 @@ export const sender = (
   redact: (text: string) => string
 ): Deps["send"] => {
   const observe = statusCounter()
+  const hint = notFoundHint(config.baseUrl)
   return (request, endpoint, responded) =>
     Transport.send(client, request, endpoint, redact, {
       connect: config.connectTimeout,
@@ -105,5 +108,17 @@ export const sender = (
         responded()
         observe(status, labels)
       }
-    })
+    }).pipe(Effect.mapError((error) => hint(error, request.url)))
+}
+
+/**
+ * A 404 on a base URL whose path does not end in `/v2` (where the service's routes are): the URL it went to, and the
+ * question, so that "Not Found" is not all a misconfigured client says.
+ */
+export const notFoundHint = (baseUrl: string) => {
+  const suspect = !/\/v2\/?$/.test(Transport.pathOf(baseUrl))
+  return (error: ApiError, url: string): ApiError =>
+    suspect && error._tag === "NotFound" && url.startsWith(baseUrl)
+      ? new NotFound({ ...error, message: `${error.message} at ${url}: does the base URL (${baseUrl}) end in /v2?` })
+      : error
 }
