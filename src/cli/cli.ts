@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as RetryPolicy from "../layers/RetryPolicy.js"
 import * as Help from "./help.js"
 import * as Logger from "./logger.js"
 import { run } from "./main.js"
@@ -24,7 +25,10 @@ Signals.watch()
 const verbose = process.argv.includes("--verbose")
 const argv = process.argv.filter((arg) => arg !== "--verbose")
 
-handled(Console.consoleWith((base) => Effect.withConsole(run(argv), Help.fitConsole(base, argv))), { verbose }).pipe(
+// typed at a terminal, a request that finds nothing listening fails at once (a batch retries: `batch.ts`)
+const commands = RetryPolicy.failUnconnected(run(argv))
+
+handled(Console.consoleWith((base) => Effect.withConsole(commands, Help.fitConsole(base, argv))), { verbose }).pipe(
   // every failure ends as `handled`'s one line: none is "unhandled" (Effect logs each failed fiber at debug level,
   // with its stack, which `--verbose` would show: a stream run by @effect/cli's commands ends in one)
   Effect.withUnhandledErrorLogLevel(Option.none()),

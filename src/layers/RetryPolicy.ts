@@ -28,6 +28,7 @@
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -209,19 +210,58 @@ export const make = (options: Options = {}): RetryPolicy.Service => {
     schedule: Schedule.makeWithState<State, ApiError, Duration.Duration>(
       initial,
       (now, error, state) =>
-        Effect.map(Random.next, (random) =>
-          Option.match(decide(error, state, s, random), {
-            onNone: () => [state, Duration.zero, ScheduleDecision.done] as const,
-            onSome: (wait) =>
-              [
-                { retries: state.retries + 1, waited: Duration.sum(state.waited, wait) },
-                wait,
-                ScheduleDecision.continueWith(ScheduleInterval.after(now + Duration.toMillis(wait)))
-              ] as const
-          }))
+        Effect.zipWith(Random.next, FiberRef.get(retryUnconnected), (random, unconnected) =>
+          Option.match(
+            !unconnected && isUnconnected(error) ? Option.none() : decide(error, state, s, random),
+            {
+              onNone: () => [state, Duration.zero, ScheduleDecision.done] as const,
+              onSome: (wait) =>
+                [
+                  { retries: state.retries + 1, waited: Duration.sum(state.waited, wait) },
+                  wait,
+                  ScheduleDecision.continueWith(ScheduleInterval.after(now + Duration.toMillis(wait)))
+                ] as const
+            }
+          ))
     )
   }
 }
+
+/** A failure of a connection never made (refused, unresolvable, unreachable): the server never saw the request. */
+const isUnconnected = (error: ApiError): boolean => error._tag === "TransportError" && error.connected === false
+
+/**
+ * Whether the default policy (`make`, `layer`, `layerFromClientConfig`) retries a request whose connection was never
+ * made (default `true`: a server that is starting, a network that comes back). `failUnconnected` sets it to `false`
+ * for an effect, where nothing is listening is an answer at once: a command typed at a terminal.
+ *
+ * @since 0.4.0
+ * @category fiber refs
+ */
+export const retryUnconnected: FiberRef.FiberRef<boolean> = FiberRef.unsafeMake(true)
+
+/**
+ * Runs `effect` with requests whose connection was never made (refused, unresolvable, unreachable) failing at once
+ * with their `TransportError` (`connected: false`), every other failure retried as the policy says.
+ *
+ * @example
+ * ```ts
+ * import { Models, Node, RetryPolicy } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * // a port where nothing listens: one attempt, not six retries over half a minute
+ * const program = Effect.flatMap(Models.Models, (models) => models.list()).pipe(
+ *   RetryPolicy.failUnconnected,
+ *   Effect.catchTag("TransportError", (error) => Effect.succeed(`connected: ${error.connected}`)),
+ *   Effect.provide(Node.layer({ apiKey: "gen-test", baseUrl: "http://127.0.0.1:9/v2" }))
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ * @category combinators
+ */
+export const failUnconnected = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.locally(effect, retryUnconnected, false)
 
 /**
  * A policy's schedule for the retries of one request to `endpoint` (a fresh one per request: it counts them), which

@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import { aifs, type Run } from "../helpers/cli.js"
+import { freePort } from "../helpers/redisServer.js"
 
 const ask = ["chat", "--no-stream", "hello"]
 
@@ -142,5 +143,17 @@ describe("aifs: what fails, said in one line", { timeout: 60_000 }, () => {
         assert.match(lines.at(-1)!, /^aifs: error: NotFound: Model 'nope' not found \{endpoint=/)
         assert.notMatch(run.stderr, /unhandled|:\d+:\d+\)/, run.stderr)
       }
+    }))
+
+  it.live("nothing listening at the base URL: a command fails at once with the address and the reason, no retry", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(() => freePort())
+      const run = yield* aifs(["models"], { AIFS_API_KEY: "gen-test", AIFS_BASE_URL: `http://127.0.0.1:${port}/v2` })
+      assert.strictEqual(run.code, 1, run.stderr)
+      // one line: no "retry 1 of 6" before it
+      assert.strictEqual(
+        run.stderr,
+        `aifs: error: TransportError: connection failed: connect ECONNREFUSED 127.0.0.1:${port}, ECONNREFUSED\n`
+      )
     }))
 })

@@ -422,6 +422,49 @@ describe("RetryPolicy through the transport (TestClock)", () => {
     }), 10_000)
 
   it.effect(
+    "failUnconnected: a connection never made fails at once; a connection lost is still retried",
+    () =>
+      Effect.gen(function*() {
+        const calls = yield* Ref.make(0)
+        /** Fails the first attempt with a transport error whose cause has `code`, then answers. */
+        const failingWith = (code: string) =>
+          HttpClient.make((request) =>
+            Effect.flatMap(Ref.updateAndGet(calls, (n) => n + 1), (n) =>
+              n === 1
+                ? Effect.fail(
+                  new HttpClientError.RequestError({
+                    request,
+                    reason: "Transport",
+                    cause: Object.assign(new Error(`connect ${code} 127.0.0.1:9`), { code })
+                  })
+                )
+                : Effect.succeed(HttpClientResponse.fromWeb(request, Response.json(modelListBody))))
+          )
+        // no clock adjustment: a retry would sleep on the TestClock and never come back
+        const refused = yield* Effect.flip(
+          listModels.pipe(Effect.provide(layerWithClient(failingWith("ECONNREFUSED"))), RetryPolicy.failUnconnected)
+        )
+        assert.isTrue(refused._tag === "TransportError" && refused.connected === false, String(refused))
+        assert.strictEqual(yield* Ref.get(calls), 1)
+        // the same refusal outside it is retried
+        yield* Ref.set(calls, 0)
+        const fiber = yield* Effect.fork(listModels.pipe(Effect.provide(layerWithClient(failingWith("ECONNREFUSED")))))
+        yield* TestClock.adjust("500 millis")
+        yield* Fiber.join(fiber)
+        assert.strictEqual(yield* Ref.get(calls), 2)
+        // a connection that was made and then lost is retried inside it too
+        yield* Ref.set(calls, 0)
+        const reset = yield* Effect.fork(
+          listModels.pipe(Effect.provide(layerWithClient(failingWith("ECONNRESET"))), RetryPolicy.failUnconnected)
+        )
+        yield* TestClock.adjust("500 millis")
+        yield* Fiber.join(reset)
+        assert.strictEqual(yield* Ref.get(calls), 2)
+      }),
+    10_000
+  )
+
+  it.effect(
     "a 429 asking for longer than the budget fails at once with the server's wait",
     () =>
       Effect.gen(function*() {
