@@ -1,7 +1,8 @@
 /**
  * Batch jobs in the OpenAI batch format: a `Stream` of requests in (`custom_id`, `method`, `url`, `body` for
  * chat completions, completions and embeddings), a `Stream` of result lines out, as fast as the rate
- * limiter lets them go. A failed request becomes an error line, never a failed stream.
+ * limiter lets them go. A failed request becomes an error line, never a failed stream. A run given `Flights` can be
+ * stopped gracefully: the requests still waiting for the quota are cut at once, those on the wire when the caller says.
  *
  * @example
  * ```ts
@@ -40,11 +41,17 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
+import { identity } from "effect/Function"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as Tracer from "effect/Tracer"
 import { ChatCompletion, CreateChatCompletionParams } from "../schemas/Chat.js"
 import { Completion, CreateCompletionParams } from "../schemas/Completions.js"
 import { CreateEmbeddingParams, EmbeddingList } from "../schemas/Embeddings.js"
@@ -233,14 +240,133 @@ export const execute = (request: BatchRequest): Effect.Effect<ResultLine, never,
 }
 
 /**
- * Runs a stream of requests, up to `concurrency` at once (the rate limiter paces them), emitting each
- * result line as it completes.
+ * How many requests of a run are on the wire (they left the rate limiter's line) and how many wait for the quota.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface FlightCount {
+  readonly sent: number
+  readonly waiting: number
+}
+
+/**
+ * The requests of a `run` that started and have not ended, for a graceful stop (`makeFlights`). A request waits for
+ * the quota until its operation's span opens, which the transport does as the request leaves the rate limiter's line
+ * (with tracing disabled, every request counts as sent).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Flights {
+  /** The requests on the wire and those waiting for the quota, now. */
+  readonly count: Effect.Effect<FlightCount>
+  /** The milliseconds the ended requests took, their waits for the quota included. */
+  readonly tookMs: Effect.Effect<number>
+  /**
+   * Stops the run: no request starts after it, and those waiting for the quota are cut at once (never sent, they
+   * give no result line); those on the wire go on until they end or `cut`. Returns the count at the stop.
+   */
+  readonly stop: Effect.Effect<FlightCount>
+  /** Cuts the requests still on the wire (their grace is over); returns how many. */
+  readonly cut: Effect.Effect<number>
+  /** Completes at the stop. */
+  readonly stopped: Effect.Effect<void>
+  /** Runs one request as a flight: nothing after the stop, and nothing when it is cut. */
+  readonly fly: <A, E, R>(request: Effect.Effect<A, E, R>) => Effect.Effect<Option.Option<A>, E, R>
+}
+
+interface Flight {
+  sent: boolean
+  readonly cut: Deferred.Deferred<void>
+}
+
+/** `tracer`, telling `flight` it left the limiter's line when a span opens in it (the operation's is the first). */
+const telling = (tracer: Tracer.Tracer, flight: Flight): Tracer.Tracer =>
+  Tracer.make({
+    span: (...args) => {
+      flight.sent = true
+      return tracer.span(...args)
+    },
+    context: (f, fiber) => tracer.context(f, fiber)
+  })
+
+/** The flights of one run as they are. */
+interface State {
+  readonly flights: Set<Flight>
+  readonly stopped: Deferred.Deferred<void>
+  tookMs: number
+}
+
+const countOf = ({ flights }: State): FlightCount => {
+  const sent = [...flights].filter((flight) => flight.sent).length
+  return { sent, waiting: flights.size - sent }
+}
+
+/** Cuts the flights that are sent, or those that wait; how many. */
+const cutWhere = ({ flights }: State, sent: boolean): Effect.Effect<number> =>
+  Effect.suspend(() => {
+    const cut = [...flights].filter((flight) => flight.sent === sent)
+    return Effect.as(Effect.forEach(cut, (flight) => Deferred.succeed(flight.cut, undefined)), cut.length)
+  })
+
+/** `request` as a flight of `state`: told when it leaves the limiter's line, raced against its cut, timed. */
+const fly = (state: State) => <A, E, R>(request: Effect.Effect<A, E, R>): Effect.Effect<Option.Option<A>, E, R> =>
+  Effect.gen(function*() {
+    if (yield* Deferred.isDone(state.stopped)) return Option.none<A>()
+    const flight: Flight = {
+      sent: !(yield* FiberRef.get(FiberRef.currentTracerEnabled)),
+      cut: yield* Deferred.make<void>()
+    }
+    const start = yield* Clock.currentTimeMillis
+    state.flights.add(flight)
+    const told = Effect.tracerWith((tracer) => Effect.withTracer(request, telling(tracer, flight)))
+    return yield* Effect.raceFirst(Effect.asSome(told), Effect.as(Deferred.await(flight.cut), Option.none<A>())).pipe(
+      Effect.ensuring(Effect.map(Clock.currentTimeMillis, (now) => {
+        state.flights.delete(flight)
+        state.tookMs += now - start
+      }))
+    )
+  })
+
+/**
+ * The flights of one run, to give to `run`.
+ *
+ * @since 0.4.0
+ * @category running
+ */
+export const makeFlights: Effect.Effect<Flights> = Effect.map(Deferred.make<void>(), (stopped): Flights => {
+  const state: State = { flights: new Set(), stopped, tookMs: 0 }
+  return {
+    count: Effect.sync(() => countOf(state)),
+    tookMs: Effect.sync(() => state.tookMs),
+    // the count before the cut: the requests that waited are said as such
+    stop: Effect.suspend(() =>
+      Effect.as(Effect.zipRight(Deferred.succeed(stopped, undefined), cutWhere(state, false)), countOf(state))
+    ),
+    cut: cutWhere(state, true),
+    stopped: Deferred.await(stopped),
+    fly: fly(state)
+  }
+})
+
+/**
+ * Runs a stream of requests, up to `concurrency` at once (the rate limiter paces them), emitting each result line as
+ * it completes. With `flights`, the run can be stopped gracefully (`Flights.stop`): a request it cuts gives no line.
  *
  * @since 0.1.0
  * @category running
  */
 export const run = <E, R>(
   requests: Stream.Stream<BatchRequest, E, R>,
-  options: { readonly concurrency?: number | undefined } = {}
-): Stream.Stream<ResultLine, E, R | Chat | Completions | Embeddings> =>
-  Stream.mapEffect(requests, execute, { concurrency: options.concurrency ?? 64, unordered: true })
+  options: { readonly concurrency?: number | undefined; readonly flights?: Flights | undefined } = {}
+): Stream.Stream<ResultLine, E, R | Chat | Completions | Embeddings> => {
+  const concurrency = options.concurrency ?? 64
+  const flights = options.flights
+  if (flights === undefined) return Stream.mapEffect(requests, execute, { concurrency, unordered: true })
+  return requests.pipe(
+    Stream.interruptWhen(flights.stopped),
+    Stream.mapEffect((request) => flights.fly(execute(request)), { concurrency, unordered: true }),
+    Stream.filterMap(identity)
+  )
+}

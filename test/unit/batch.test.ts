@@ -1,14 +1,17 @@
 /**
  * The batch runner on the scripted transport: every kind of bad input line is reported with its line number and
  * reason, never sent; every request gives exactly one result line, a failure as an error line, never a failed
- * stream; results go out as their answers come, as many in flight as asked.
+ * stream; results go out as their answers come, as many in flight as asked. A run's flights tell the requests on the
+ * wire from those waiting for the quota, and stop the run: those waiting cut at once, those on the wire when cut.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as Testing from "../../src/layers/Testing.js"
@@ -153,10 +156,10 @@ describe("Batch.parseLine", () => {
   })
 })
 
-describe("Batch.run", () => {
-  const requests = (...ids: ReadonlyArray<string>) =>
-    Stream.fromIterable(ids.map((id) => Either.getOrThrow(Batch.parseLine(chatLine(id), 1))))
+const requests = (...ids: ReadonlyArray<string>) =>
+  Stream.fromIterable(ids.map((id) => Either.getOrThrow(Batch.parseLine(chatLine(id), 1))))
 
+describe("Batch.run", () => {
   it.effect("one result line per request: the answer with status and request id, or the error with its tag", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Stream.runCollect(Batch.run(requests("ok", "missing", "broken", "slow"))))
@@ -271,4 +274,63 @@ describe("Batch.run", () => {
       })
     )))
   })
+})
+
+/** A request that leaves the limiter's line when `sent` is done (its operation's span opens), then never ends. */
+const request = (sent: Deferred.Deferred<void>) =>
+  Effect.zipRight(Deferred.await(sent), Effect.withSpan(Effect.never, "Chat.create"))
+
+describe("the flights of a run", () => {
+  it.effect("a request is waiting until its span opens, then on the wire; the stop cuts the waiting, the cut the rest", () =>
+    Effect.gen(function*() {
+      const flights = yield* Batch.makeFlights
+      const gates = yield* Effect.all([Deferred.make<void>(), Deferred.make<void>(), Deferred.make<void>()])
+      const fibers = yield* Effect.forEach(gates, (gate) => Effect.fork(flights.fly(request(gate))))
+      yield* Effect.yieldNow()
+      assert.deepStrictEqual(yield* flights.count, { sent: 0, waiting: 3 })
+      yield* Deferred.succeed(gates[0], undefined)
+      yield* Effect.yieldNow()
+      assert.deepStrictEqual(yield* flights.count, { sent: 1, waiting: 2 })
+      // the stop says what it found, and cuts the two still waiting: they give nothing
+      assert.deepStrictEqual(yield* flights.stop, { sent: 1, waiting: 2 })
+      assert.isTrue(Option.isNone(yield* Fiber.join(fibers[1]!)))
+      assert.isTrue(Option.isNone(yield* Fiber.join(fibers[2]!)))
+      assert.deepStrictEqual(yield* flights.count, { sent: 1, waiting: 0 })
+      assert.isTrue(Option.isNone(yield* Fiber.poll(fibers[0]!)), "the one on the wire goes on")
+      // nothing starts after the stop
+      assert.isTrue(Option.isNone(yield* flights.fly(Effect.succeed(1))))
+      assert.strictEqual(yield* flights.cut, 1)
+      assert.isTrue(Option.isNone(yield* Fiber.join(fibers[0]!)))
+      assert.deepStrictEqual(yield* flights.count, { sent: 0, waiting: 0 })
+    }))
+
+  it.effect("a flight gives its request's result, and counts the time it took", () =>
+    Effect.gen(function*() {
+      const flights = yield* Batch.makeFlights
+      const fiber = yield* Effect.fork(flights.fly(Effect.as(Effect.sleep("3 seconds"), "answer")))
+      yield* TestClock.adjust("3 seconds")
+      assert.deepStrictEqual(yield* Fiber.join(fiber), Option.some("answer"))
+      assert.strictEqual(yield* flights.tookMs, 3_000)
+    }))
+
+  it.effect("with tracing disabled, no span tells when a request leaves the line: every request counts as sent", () =>
+    Effect.gen(function*() {
+      const flights = yield* Batch.makeFlights
+      yield* Effect.fork(flights.fly(Effect.never).pipe(Effect.withTracerEnabled(false)))
+      yield* Effect.yieldNow()
+      assert.deepStrictEqual(yield* flights.stop, { sent: 1, waiting: 0 })
+    }))
+
+  it.effect("run with flights: after a stop no request starts, those sent give their lines, and the stream ends", () =>
+    Effect.gen(function*() {
+      const flights = yield* Batch.makeFlights
+      const fiber = yield* Stream.runCollect(Batch.run(requests("r0", "r1", "r2", "r3"), { concurrency: 2, flights }))
+        .pipe(Effect.fork)
+      for (let i = 0; i < 100 && (yield* flights.count).sent < 2; i++) yield* Effect.yieldNow()
+      // no limiter here: a request leaves at once, its span open
+      assert.deepStrictEqual(yield* flights.stop, { sent: 2, waiting: 0 })
+      yield* TestClock.adjust("1 second")
+      const lines = Chunk.toReadonlyArray(yield* Fiber.join(fiber))
+      assert.deepStrictEqual(lines.map((l) => l.custom_id).sort(), ["r0", "r1"])
+    }).pipe(Effect.provide(Testing.layerHttp(() => Effect.as(Effect.sleep("1 second"), { body: chatCompletionBody })))))
 })
