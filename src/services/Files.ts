@@ -30,6 +30,7 @@ import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
 import { multipart } from "../internal/multipart.js"
 import { paginate } from "../internal/pagination.js"
+import { segment } from "../internal/pathSegment.js"
 import type { ApiError } from "../schemas/Errors.js"
 import {
   FileDeleted,
@@ -216,14 +217,14 @@ export const make: Effect.Effect<Files.Service, never, InferenceHttpClient> = Ef
   const listAll = (params: Omit<ListFilesParams, "after"> = {}): Stream.Stream<FileObject, ApiError> =>
     paginate((after) => list({ ...params, ...(after === undefined ? {} : { after }) }))
   const retrieve = Effect.fnUntraced(function*(id: string, options: FileOptions = {}) {
-    const result = yield* http.json(HttpClientRequest.get(`/files/${encodeURIComponent(id)}`), FileObject, {
+    const result = yield* http.json(HttpClientRequest.get(`/files/${yield* segment(id)}`), FileObject, {
       base: baseOf(options.purpose),
       span: { name: "Files.retrieve" }
     })
     return result.value
   })
   const remove = Effect.fnUntraced(function*(id: string, options: FileOptions = {}) {
-    const result = yield* http.json(HttpClientRequest.del(`/files/${encodeURIComponent(id)}`), FileDeleted, {
+    const result = yield* http.json(HttpClientRequest.del(`/files/${yield* segment(id)}`), FileDeleted, {
       base: baseOf(options.purpose),
       span: { name: "Files.delete" }
     })
@@ -231,7 +232,7 @@ export const make: Effect.Effect<Files.Service, never, InferenceHttpClient> = Ef
   })
   const validate = Effect.fnUntraced(function*(id: string, options: FileOptions = {}) {
     const result = yield* http.json(
-      HttpClientRequest.get(`/files/validate/${encodeURIComponent(id)}`),
+      HttpClientRequest.get(`/files/validate/${yield* segment(id)}`),
       FileValidationRequest,
       { base: baseOf(options.purpose), span: { name: "Files.validate" } }
     )

@@ -33,6 +33,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
 import { paginate } from "../internal/pagination.js"
+import { segment } from "../internal/pathSegment.js"
 import { type ApiError, Unsupported } from "../schemas/Errors.js"
 import {
   type CreateFineTuningJobParams,
@@ -143,7 +144,7 @@ export const make = (options: Options = {}): Effect.Effect<FineTuning.Service, n
           })
         )
         : Effect.void
-    const jobs = (id: string) => `/fine_tuning/jobs/${encodeURIComponent(id)}`
+    const jobs = (id: string) => Effect.map(segment(id), (job) => `/fine_tuning/jobs/${job}`)
 
     // each request's span is the transport's, opened when the request leaves the limiter's line
     const create = Effect.fnUntraced(function*(params: CreateFineTuningJobParams) {
@@ -159,19 +160,21 @@ export const make = (options: Options = {}): Effect.Effect<FineTuning.Service, n
     })
     const retrieve = Effect.fnUntraced(function*(id: string) {
       yield* guard("FineTuning.retrieve", "GET /fine_tuning/jobs/{id}")
-      return (yield* http.json(HttpClientRequest.get(jobs(id)), FineTuningJob, {
+      return (yield* http.json(HttpClientRequest.get(yield* jobs(id)), FineTuningJob, {
         span: { name: "FineTuning.retrieve" }
       })).value
     })
     const cancel = Effect.fnUntraced(function*(id: string) {
       yield* guard("FineTuning.cancel", "POST /fine_tuning/jobs/{id}/cancel")
-      return (yield* http.json(HttpClientRequest.post(`${jobs(id)}/cancel`), FineTuningJob, {
+      return (yield* http.json(HttpClientRequest.post(`${yield* jobs(id)}/cancel`), FineTuningJob, {
         span: { name: "FineTuning.cancel" }
       })).value
     })
     const events = Effect.fnUntraced(function*(id: string, params: ListJobsParams = {}) {
       yield* guard("FineTuning.events", "GET /fine_tuning/jobs/{id}/events")
-      const request = HttpClientRequest.get(`${jobs(id)}/events`).pipe(HttpClientRequest.setUrlParams(query(params)))
+      const request = HttpClientRequest.get(`${yield* jobs(id)}/events`).pipe(
+        HttpClientRequest.setUrlParams(query(params))
+      )
       return (yield* http.json(request, FineTuningJobEventList, { span: { name: "FineTuning.events" } })).value
     })
     return {

@@ -21,6 +21,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { segment } from "../internal/pathSegment.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { Model, ModelList } from "../schemas/Models.js"
 import { InferenceHttpClient, withoutResponse, type WithResponse } from "./InferenceHttpClient.js"
@@ -87,7 +88,7 @@ export const make: Effect.Effect<Models.Service, never, InferenceHttpClient> = E
     return yield* http.json(HttpClientRequest.get("/models"), ModelList, { span: { name: "Models.list" } })
   })
   const retrieveWithResponse = Effect.fnUntraced(function*(id: string) {
-    return yield* http.json(HttpClientRequest.get(`/models/${encodeURIComponent(id)}`), Model, {
+    return yield* http.json(HttpClientRequest.get(`/models/${yield* segment(id)}`), Model, {
       span: { name: "Models.retrieve" }
     })
   })

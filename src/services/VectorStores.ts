@@ -41,6 +41,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
 import { paginate } from "../internal/pagination.js"
+import { segment } from "../internal/pathSegment.js"
 import { pollOrFail } from "../internal/poll.js"
 import { type ApiError, Timeout } from "../schemas/Errors.js"
 import {
@@ -188,8 +189,9 @@ const v1 = (name: string) => ({ base: "v1", span: { name } }) as const
  */
 export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const store = (id: string) => `/vector_stores/${encodeURIComponent(id)}`
-  const file = (storeId: string, fileId: string) => `${store(storeId)}/files/${encodeURIComponent(fileId)}`
+  const store = (id: string) => Effect.map(segment(id), (encoded) => `/vector_stores/${encoded}`)
+  const file = (storeId: string, fileId: string) =>
+    Effect.zipWith(store(storeId), segment(fileId), (path, encoded) => `${path}/files/${encoded}`)
 
   // each request's span is the transport's, opened when the request leaves the limiter's line
   const create = Effect.fnUntraced(function*(params: CreateVectorStoreParams) {
@@ -212,13 +214,13 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   })
   const remove = Effect.fnUntraced(function*(id: string) {
     return yield* withoutResponse(
-      http.json(HttpClientRequest.del(store(id)), VectorStoreDeleted, v1("VectorStores.delete"))
+      http.json(HttpClientRequest.del(yield* store(id)), VectorStoreDeleted, v1("VectorStores.delete"))
     )
   })
   const addFile = Effect.fnUntraced(function*(storeId: string, params: AddFileParams) {
     return yield* withoutResponse(
       http.json(
-        HttpClientRequest.post(`${store(storeId)}/files`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
+        HttpClientRequest.post(`${yield* store(storeId)}/files`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
         VectorStoreFile,
         v1("VectorStores.addFile")
       )
@@ -227,20 +229,20 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   const listFiles = Effect.fnUntraced(function*(storeId: string, params: ListParams = {}) {
     return yield* withoutResponse(
       http.json(
-        HttpClientRequest.get(`${store(storeId)}/files`).pipe(HttpClientRequest.setUrlParams(listQuery(params))),
+        HttpClientRequest.get(`${yield* store(storeId)}/files`).pipe(HttpClientRequest.setUrlParams(listQuery(params))),
         VectorStoreFileList,
         v1("VectorStores.listFiles")
       )
     )
   })
-  const getFile = (storeId: string, fileId: string, options: RequestOptions) =>
-    withoutResponse(http.json(HttpClientRequest.get(file(storeId, fileId)), VectorStoreFile, options))
+  const getFile = (path: string, options: RequestOptions) =>
+    withoutResponse(http.json(HttpClientRequest.get(path), VectorStoreFile, options))
   const retrieveFile = Effect.fnUntraced(function*(storeId: string, fileId: string) {
-    return yield* getFile(storeId, fileId, v1("VectorStores.retrieveFile"))
+    return yield* getFile(yield* file(storeId, fileId), v1("VectorStores.retrieveFile"))
   })
   const deleteFile = Effect.fnUntraced(function*(storeId: string, fileId: string) {
     return yield* withoutResponse(
-      http.json(HttpClientRequest.del(file(storeId, fileId)), VectorStoreDeleted, v1("VectorStores.deleteFile"))
+      http.json(HttpClientRequest.del(yield* file(storeId, fileId)), VectorStoreDeleted, v1("VectorStores.deleteFile"))
     )
   })
   // several requests: one logical span around the polls, each poll's request without a span of its own
@@ -248,7 +250,8 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
     function*(storeId: string, fileId: string, options: WaitOptions = {}) {
       const timeout = Duration.decode(options.timeout ?? Duration.minutes(5))
       const interval = Duration.decode(options.interval ?? Duration.seconds(1))
-      return yield* pollOrFail(getFile(storeId, fileId, { base: "v1" }), (f) => f.isDone, {
+      const path = yield* file(storeId, fileId)
+      return yield* pollOrFail(getFile(path, { base: "v1" }), (f) => f.isDone, {
         interval,
         timeout,
         onTimeout: () =>
@@ -256,7 +259,7 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
             message: `file ${fileId} of vector store ${storeId} was still being indexed after ${
               Duration.format(timeout)
             }`,
-            endpoint: `GET /v1${file(storeId, fileId)}`,
+            endpoint: `GET /v1${path}`,
             timeout: "total",
             after: timeout
           })
@@ -270,7 +273,7 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
   const search = Effect.fnUntraced(function*(storeId: string, params: SearchParams) {
     return yield* withoutResponse(
       http.json(
-        HttpClientRequest.post(`${store(storeId)}/search`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
+        HttpClientRequest.post(`${yield* store(storeId)}/search`).pipe(HttpClientRequest.bodyUnsafeJson(params)),
         SearchResponse,
         v1("VectorStores.search")
       )

@@ -27,6 +27,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { segment } from "../../internal/pathSegment.js"
 import type { ApiError } from "../../schemas/Errors.js"
 import { ChatSession, ChatSessionList, type CreateSessionParams, Deleted } from "../../schemas/Gateway.js"
 import { Gateway } from "./Gateway.js"
@@ -114,11 +115,11 @@ export const make: Effect.Effect<ChatSessions.Service, never, Gateway> = Effect.
     return (yield* gateway.send(request, ChatSession, { retry: false, span: { name: "ChatSessions.create" } })).value
   })
   const get = Effect.fnUntraced(function*(sessionId: string) {
-    const request = HttpClientRequest.get(`${sessions}${encodeURIComponent(sessionId)}`)
+    const request = HttpClientRequest.get(`${sessions}${yield* segment(sessionId)}`)
     return (yield* gateway.send(request, ChatSession, { span: { name: "ChatSessions.get" } })).value
   })
   const del = Effect.fnUntraced(function*(sessionId: string) {
-    const request = HttpClientRequest.del(`${sessions}${encodeURIComponent(sessionId)}`)
+    const request = HttpClientRequest.del(`${sessions}${yield* segment(sessionId)}`)
     return (yield* gateway.send(request, Deleted, { span: { name: "ChatSessions.delete" } })).value
   })
   return { list, create, get, delete: del }
