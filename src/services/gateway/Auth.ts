@@ -50,7 +50,7 @@ export interface Token {
   readonly obtainedAt: number
   /** When it expires (epoch millis), if known; unknown expiry means "until a 401". */
   readonly expiresAt: number | undefined
-  /** When it is replaced before use (epoch millis), if its expiry is known. */
+  /** When it is replaced before use (epoch millis), if its expiry is known and was ahead when it arrived. */
   readonly refreshAt: number | undefined
 }
 
@@ -177,13 +177,12 @@ export const make = (options: Options): Effect.Effect<Auth.Service, never, Gatew
       const now = yield* Clock.currentTimeMillis
       const expiresAt = jwtExpiry(value.access_token) ??
         (value.expires_in === undefined || value.expires_in === null ? undefined : now + value.expires_in * 1000)
-      const ahead = expiresAt === undefined ? 0 : Math.min(refreshAhead, Math.max(0, expiresAt - now) / 5)
-      const token: Token = {
-        token: Redacted.make(value.access_token),
-        obtainedAt: now,
-        expiresAt,
-        refreshAt: expiresAt === undefined ? undefined : expiresAt - ahead
-      }
+      // an expiry already past on arrival (the gateway's clock ahead of ours, `expires_in: 0`) cannot be told apart
+      // from no expiry: the token is kept until the gateway refuses it, rather than replaced by a login per call
+      const refreshAt = expiresAt === undefined || expiresAt <= now
+        ? undefined
+        : expiresAt - Math.min(refreshAhead, (expiresAt - now) / 5)
+      const token: Token = { token: Redacted.make(value.access_token), obtainedAt: now, expiresAt, refreshAt }
       yield* Ref.set(current, Option.some(token))
       return token
     })
