@@ -166,22 +166,6 @@ describe("aifs batch, stopped by a signal", () => {
       }),
     120_000
   )
-
-  it.scopedLive(
-    "a second signal quits at once (exit 130), every line whole and once; a rerun completes the rest",
-    () =>
-      Effect.gen(function*() {
-        const run = yield* waitingRun
-        run.child.kill("SIGTERM")
-        for (let i = 0; i < 100 && !run.stderr.includes("stopping:"); i++) yield* Effect.sleep("20 millis")
-        run.child.kill("SIGINT")
-        assert.strictEqual(yield* run.exit, 130)
-        assert.notInclude(run.stderr, "stopped;")
-        assert.isFalse(fs.existsSync(`${run.output}.lock`), "the lock goes with the process")
-        yield* rerunCompletes(run.input, run.output)
-      }),
-    120_000
-  )
 })
 
 describe("Batch.parseLine", () => {
