@@ -34,7 +34,10 @@ type Step =
   | { readonly _tag: "calls"; readonly callers: number }
 
 const step: FastCheck.Arbitrary<Step> = FastCheck.oneof(
-  FastCheck.record({ _tag: FastCheck.constantFrom("rotate", "server", "source"), key: FastCheck.nat(3) }),
+  FastCheck.record({
+    _tag: FastCheck.constantFrom<"rotate" | "server" | "source">("rotate", "server", "source"),
+    key: FastCheck.nat(3)
+  }),
   FastCheck.record({ _tag: FastCheck.constant("calls" as const), callers: FastCheck.integer({ min: 1, max: 4 }) })
 )
 
