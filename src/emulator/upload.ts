@@ -84,6 +84,84 @@ const closingEnd = (body: Buffer, boundary: string): number | undefined => {
   return undefined
 }
 
+/**
+ * What the platform's parser cannot read in a part's headers and Starlette can: raw UTF-8 past Latin-1 in a name (the
+ * parser takes quoted values up to U+00FF only and drops the whole header otherwise), and `name*` (RFC 5987; it reads
+ * only `filename*`). A header block with bytes past ASCII goes to the parser as Latin-1, one character per byte, and
+ * its names are read back as UTF-8 (as Starlette does); a `name*` replaces the name.
+ */
+interface PartNames {
+  /** The block went to the parser as Latin-1: its names are UTF-8 read as Latin-1. */
+  readonly latin1: boolean
+  /** The file name came from `filename*`, which the parser decodes itself. */
+  readonly extendedFilename: boolean
+  /** The name of a `name*`. */
+  readonly extendedName: string | undefined
+}
+
+/** `charset'language'percent-encoded` (RFC 5987) decoded, or undefined when it does not decode. */
+const extendedValue = (value: string): string | undefined => {
+  const [charset = "", , encoded] = value.replace(/^"(.*)"$/, "$1").split("'")
+  try {
+    if (encoded === undefined) return undefined
+    if (/^utf-8$/i.test(charset)) return decodeURIComponent(encoded)
+    if (/^iso-8859-1$/i.test(charset)) {
+      return encoded.replace(/%([0-9A-Fa-f]{2})/g, (_, code: string) => String.fromCharCode(parseInt(code, 16)))
+    }
+  } catch {
+    // malformed: as an unknown charset
+  }
+  return undefined
+}
+
+/** The parameters of a `content-disposition` header, quoted values kept as sent (the parser does not unescape them). */
+const dispositionParameters = (header: string): Map<string, string> => {
+  const parameters = new Map<string, string>()
+  const parameter = /;\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;\s]*)\s*/y
+  parameter.lastIndex = header.indexOf(";")
+  for (let match = parameter.exec(header); match !== null; match = parameter.exec(header)) {
+    parameters.set(match[1]!.toLowerCase(), match[2]!)
+  }
+  return parameters
+}
+
+/** The body with each part's headers made readable to the parser, and what to read back from each part, in order. */
+const readableHeaders = (
+  body: Buffer,
+  boundary: string
+): { readonly body: Buffer; readonly parts: Array<PartNames> } => {
+  const delimiter = Buffer.from(`--${boundary}`)
+  const pieces: Array<Buffer> = []
+  const parts: Array<PartNames> = []
+  let copied = 0
+  for (let at = body.indexOf(delimiter); at >= 0; at = body.indexOf(delimiter, at + 1)) {
+    if (at > 0 && (body[at - 2] !== 0x0d || body[at - 1] !== 0x0a)) continue
+    const start = at + delimiter.length
+    if (body[start] === 0x2d && body[start + 1] === 0x2d) break
+    const end = body.indexOf("\r\n\r\n", start)
+    if (end < 0) break
+    const block = body.subarray(Math.min(start + 2, end), end)
+    const disposition = /^content-disposition:(.*)$/im.exec(block.toString("latin1"))?.[1] ?? ""
+    const parameters = dispositionParameters(disposition)
+    const name = parameters.get("name*")
+    const names: PartNames = {
+      latin1: block.some((byte) => byte >= 0x80),
+      extendedFilename: parameters.has("filename*"),
+      extendedName: name === undefined ? undefined : extendedValue(name)
+    }
+    parts.push(names)
+    if (names.latin1) {
+      pieces.push(body.subarray(copied, start + 2), Buffer.from(block.toString("latin1"), "utf8"))
+      copied = end
+    }
+    at = end
+  }
+  return { body: copied === 0 ? body : Buffer.concat([...pieces, body.subarray(copied)]), parts }
+}
+
+/** A name the parser gave for a part whose headers it read as Latin-1, as the UTF-8 it was sent in. */
+const fromLatin1 = (name: string): string => Buffer.from(name, "latin1").toString("utf8")
+
 const tooLarge = (limit: number) => reject(413, `File too large: the upload limit is ${limit} bytes`)
 
 const sizeError = (error: Multipart.MultipartError) =>
@@ -137,16 +215,30 @@ export const readUpload = (
     const files = new Map<string, UploadedFile>()
     const parts: Array<UploadedFile> = []
     let total = 0
-    const outcome = yield* Stream.make(body.subarray(0, end)).pipe(
+    const readable = readableHeaders(body.subarray(0, end), delimiter)
+    /** The names of the next part, as sent. */
+    let index = 0
+    const namesOf = (key: string, filename: string | undefined) => {
+      const names = readable.parts[index++]
+      const latin1 = names?.latin1 === true
+      return {
+        key: names?.extendedName ?? (latin1 ? fromLatin1(key) : key),
+        filename: filename === undefined || !latin1 || names?.extendedFilename === true
+          ? filename
+          : fromLatin1(filename)
+      }
+    }
+    const outcome = yield* Stream.make(readable.body).pipe(
       Stream.pipeThroughChannelOrFail(Multipart.makeChannel<never>(request.headers)),
       Stream.mapError(sizeError),
       Stream.runForEach((part) =>
         Effect.gen(function*() {
           if (Multipart.isField(part)) {
-            fields[part.key] = part.value
+            fields[namesOf(part.key, undefined).key] = part.value
             return
           }
           if (!Multipart.isFile(part)) return
+          const names = namesOf(part.key, part.name)
           const chunks: Array<Uint8Array> = []
           let size = 0
           yield* part.content.pipe(
@@ -160,8 +252,8 @@ export const readUpload = (
             })
           )
           const file = {
-            key: part.key,
-            filename: part.name,
+            key: names.key,
+            filename: names.filename ?? part.name,
             contentType: part.contentType,
             content: concat(chunks, size)
           }

@@ -47,8 +47,24 @@ export interface MultipartRequest {
 
 const encoder = new TextEncoder()
 
-/** A name or file name in a header, escaped as browsers do (WHATWG `FormData`). */
-const quote = (value: string) => value.replace(/"/g, "%22").replace(/\r/g, "%0D").replace(/\n/g, "%0A")
+const hex = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`
+
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/**
+ * A name or file name as a header parameter: quoted, escaped as browsers do (WHATWG `FormData`: `"`, CR and LF as
+ * `%22`, `%0D`, `%0A`), other control characters too, and a trailing backslash, which would escape the closing quote.
+ * A name that this quoted form cannot give back as it is (one with a quote, a backslash, a percent sign or a control
+ * character, each of which a server may read as an escape) comes a second time as `name*=utf-8''...` (RFC 5987),
+ * which multipart parsers that know it (Python's, Starlette's, the platform's for file names) read instead.
+ */
+const param = (key: "name" | "filename", value: string): string => {
+  const name = value.replace(loneSurrogate, "\uFFFD")
+  const quoted = `${key}="${name.replace(/["\x00-\x1f\x7f]/g, hex).replace(/\\$/, "%5C")}"`
+  return /["\\%\x00-\x1f\x7f]/.test(name)
+    ? `${quoted}; ${key}*=utf-8''${encodeURIComponent(name).replace(/['()*]/g, hex)}`
+    : quoted
+}
 
 const openBlob = (path: string, contentType: string | undefined, endpoint: string) =>
   Effect.tryPromise({
@@ -121,7 +137,7 @@ export const encode = (
       if ("value" in part) {
         pieces.push([
           encoder.encode(
-            `--${boundary}\r\ncontent-disposition: form-data; name="${quote(part.name)}"\r\n\r\n${part.value}\r\n`
+            `--${boundary}\r\ncontent-disposition: form-data; ${param("name", part.name)}\r\n\r\n${part.value}\r\n`
           ),
           undefined
         ])
@@ -130,9 +146,9 @@ export const encode = (
       const content = yield* contentOf(part.file, endpoint)
       pieces.push([
         encoder.encode(
-          `--${boundary}\r\ncontent-disposition: form-data; name="${quote(part.name)}"; filename="${
-            quote(filenameOf(part.file))
-          }"\r\ncontent-type: ${content.type ?? "application/octet-stream"}\r\n\r\n`
+          `--${boundary}\r\ncontent-disposition: form-data; ${param("name", part.name)}; ${
+            param("filename", filenameOf(part.file))
+          }\r\ncontent-type: ${content.type ?? "application/octet-stream"}\r\n\r\n`
         ),
         content
       ])
