@@ -10,7 +10,7 @@
 import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricKey from "effect/MetricKey"
 import type * as Tracer from "effect/Tracer"
-import type { RequestOptions } from "../services/InferenceHttpClient.js"
+import type { RequestOptions } from "./request/types.js"
 
 /** The key of `gen_ai.client.operation.duration` (seconds), with the conventions' bucket boundaries. */
 export const operationDurationKey = MetricKey.histogram(

@@ -15,9 +15,9 @@ import type * as MetricLabel from "effect/MetricLabel"
 import * as Stream from "effect/Stream"
 import { type ApiError, Timeout, TransportError } from "../schemas/Errors.js"
 import type { RateLimitInfo } from "../schemas/RateLimit.js"
-import { ResponseMetadata } from "../services/InferenceHttpClient.js"
 import { fromHttpClientError, fromResponse } from "./errors.js"
 import { parseRateLimitInfo, requestId } from "./headers.js"
+import { ResponseMetadata } from "./request/types.js"
 
 /** The `user-agent` of every request. */
 export const userAgent = "effect-aifs/0.1.0"

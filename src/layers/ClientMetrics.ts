@@ -23,9 +23,7 @@
  *
  * @since 0.1.0
  */
-import * as Metric from "effect/Metric"
-import * as MetricBoundaries from "effect/MetricBoundaries"
-import { operationDurationKey, tokenUsageKey } from "../internal/telemetry.js"
+import * as Metrics from "../internal/metrics.js"
 
 /**
  * Attempts sent, tagged with the response `status`.
@@ -33,10 +31,7 @@ import { operationDurationKey, tokenUsageKey } from "../internal/telemetry.js"
  * @since 0.1.0
  * @category metrics
  */
-export const requests = Metric.counter("aifs_client_requests_total", {
-  description: "HTTP attempts sent by the inference client",
-  incremental: true
-})
+export const requests = Metrics.requests
 
 /**
  * 429 responses met (each one, retried or not).
@@ -44,10 +39,7 @@ export const requests = Metric.counter("aifs_client_requests_total", {
  * @since 0.1.0
  * @category metrics
  */
-export const rateLimited = Metric.counter("aifs_client_rate_limited_total", {
-  description: "429 responses met by the inference client",
-  incremental: true
-})
+export const rateLimited = Metrics.rateLimited
 
 /**
  * Retries made.
@@ -55,10 +47,7 @@ export const rateLimited = Metric.counter("aifs_client_rate_limited_total", {
  * @since 0.1.0
  * @category metrics
  */
-export const retries = Metric.counter("aifs_client_retries_total", {
-  description: "Retries made by the inference client",
-  incremental: true
-})
+export const retries = Metrics.retries
 
 /**
  * Milliseconds waited before retries.
@@ -66,10 +55,7 @@ export const retries = Metric.counter("aifs_client_retries_total", {
  * @since 0.1.0
  * @category metrics
  */
-export const retryWaitMillis = Metric.counter("aifs_client_retry_wait_ms_total", {
-  description: "Milliseconds the inference client waited before retries",
-  incremental: true
-})
+export const retryWaitMillis = Metrics.retryWaitMillis
 
 /**
  * Requests admitted by the proactive rate limiter.
@@ -77,10 +63,7 @@ export const retryWaitMillis = Metric.counter("aifs_client_retry_wait_ms_total",
  * @since 0.1.0
  * @category metrics
  */
-export const limiterAdmitted = Metric.counter("aifs_limiter_admitted_total", {
-  description: "Requests admitted by the client's rate limiter",
-  incremental: true
-})
+export const limiterAdmitted = Metrics.limiterAdmitted
 
 /**
  * Tokens reserved by the proactive rate limiter.
@@ -88,10 +71,7 @@ export const limiterAdmitted = Metric.counter("aifs_limiter_admitted_total", {
  * @since 0.1.0
  * @category metrics
  */
-export const limiterTokensReserved = Metric.counter("aifs_limiter_tokens_reserved_total", {
-  description: "Tokens reserved by the client's rate limiter",
-  incremental: true
-})
+export const limiterTokensReserved = Metrics.limiterTokensReserved
 
 /**
  * Milliseconds requests spent waiting in the rate limiter for capacity.
@@ -99,10 +79,7 @@ export const limiterTokensReserved = Metric.counter("aifs_limiter_tokens_reserve
  * @since 0.1.0
  * @category metrics
  */
-export const limiterWaitMillis = Metric.counter("aifs_limiter_wait_ms_total", {
-  description: "Milliseconds requests waited in the client's rate limiter",
-  incremental: true
-})
+export const limiterWaitMillis = Metrics.limiterWaitMillis
 
 /**
  * Times a shared limiter store (Redis) could not answer and the limiter counted in the process's own memory
@@ -111,10 +88,7 @@ export const limiterWaitMillis = Metric.counter("aifs_limiter_wait_ms_total", {
  * @since 0.2.0
  * @category metrics
  */
-export const limiterStoreFallbacks = Metric.counter("aifs_limiter_store_fallbacks_total", {
-  description: "Outages of the shared limiter store during which the limiter counted in the process's memory",
-  incremental: true
-})
+export const limiterStoreFallbacks = Metrics.limiterStoreFallbacks
 
 /**
  * `gen_ai.client.operation.duration`: seconds from a model operation's start (after the limiter's wait) to its
@@ -124,7 +98,7 @@ export const limiterStoreFallbacks = Metric.counter("aifs_limiter_store_fallback
  * @since 0.3.0
  * @category metrics
  */
-export const operationDuration = Metric.fromMetricKey(operationDurationKey)
+export const operationDuration = Metrics.operationDuration
 
 /**
  * `gen_ai.client.token.usage`: the tokens a model operation used, as its answer counted them (`usage`), one
@@ -133,7 +107,7 @@ export const operationDuration = Metric.fromMetricKey(operationDurationKey)
  * @since 0.3.0
  * @category metrics
  */
-export const tokenUsage = Metric.fromMetricKey(tokenUsageKey)
+export const tokenUsage = Metrics.tokenUsage
 
 /**
  * `aifs.limiter.wait`: seconds a request waited in the client's rate limiter before its first attempt (requests
@@ -142,8 +116,4 @@ export const tokenUsage = Metric.fromMetricKey(tokenUsageKey)
  * @since 0.3.0
  * @category metrics
  */
-export const limiterWait = Metric.histogram(
-  "aifs.limiter.wait",
-  MetricBoundaries.fromIterable([0, 0.01, 0.04, 0.16, 0.64, 2.56, 10.24, 40.96, 163.84]),
-  "Time waited in the client's rate limiter (s)"
-)
+export const limiterWait = Metrics.limiterWait

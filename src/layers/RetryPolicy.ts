@@ -30,15 +30,14 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
-import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"
+import * as Retry from "../internal/request/retry.js"
 import type { ApiError } from "../schemas/Errors.js"
 import { ClientConfig } from "./ClientConfig.js"
-import * as Metrics from "./ClientMetrics.js"
 
 /**
  * The retry policy: a `Schedule` fed with each failure, whose output is the wait it chose.
@@ -273,34 +272,10 @@ export const failUnconnected = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect
  * @since 0.2.0
  * @category constructors
  */
-export const reported = (
+export const reported: (
   policy: RetryPolicy.Service,
   endpoint: string
-): Schedule.Schedule<Duration.Duration, ApiError> => {
-  let last: ApiError | undefined
-  let retries = 0
-  const of = policy.maxRetries === undefined ? "" : ` of ${policy.maxRetries}`
-  return policy.schedule.pipe(
-    Schedule.tapInput((error: ApiError) =>
-      Effect.sync(() => {
-        last = error
-      })
-    ),
-    Schedule.onDecision((wait, decision) =>
-      ScheduleDecision.isDone(decision) ? Effect.void : Effect.zipRight(
-        Effect.all([
-          Metric.increment(Metrics.retries),
-          Metric.incrementBy(Metrics.retryWaitMillis, Duration.toMillis(wait))
-        ]),
-        Effect.logInfo(
-          `aifs: ${last?.endpoint ?? endpoint}: ${last?._tag}: ${last?.message}; retry ${++retries}${of} in ${
-            Duration.format(Duration.millis(Math.round(Duration.toMillis(wait))))
-          }`
-        )
-      )
-    )
-  )
-}
+) => Schedule.Schedule<Duration.Duration, ApiError> = Retry.reported
 
 /**
  * The default policy with the given settings.

@@ -22,16 +22,13 @@
  *
  * @since 0.1.0
  */
-import type * as Headers from "@effect/platform/Headers"
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
+import type * as Types from "../internal/request/types.js"
 import type { ApiError } from "../schemas/Errors.js"
-import type { RateLimitInfo } from "../schemas/RateLimit.js"
 
 /**
  * Which base a request is sent to: `v2` (standard endpoints), `v1` (vector stores and their files) or
@@ -40,80 +37,32 @@ import type { RateLimitInfo } from "../schemas/RateLimit.js"
  * @since 0.1.0
  * @category models
  */
-export type Base = "v2" | "v1" | "queue"
+export type Base = Types.Base
 
 /**
- * Per-request options.
+ * Per-request options: the base, the model (rate limits are per model), retries, time limits and the operation's
+ * span (see each field).
  *
  * @since 0.1.0
  * @category models
  */
-export interface RequestOptions {
-  /** The base to resolve the relative URL against (default `v2`). */
-  readonly base?: Base | undefined
-  /**
-   * The model the request is for: rate limits are per model, and a request that names none is not limited. What it
-   * costs the limiter is estimated from `span.params` (the operation's parameters), never from the body.
-   */
-  readonly model?: string | undefined
-  /** Set to `false` for requests that must not be sent twice (or whose body is a one-shot stream). */
-  readonly retry?: boolean | undefined
-  /**
-   * Time limit of one attempt, body or stream included, overriding the configured `timeout` (or
-   * `queueTimeout` on the queue base).
-   */
-  readonly timeout?: Duration.DurationInput | undefined
-  /**
-   * Time limit to the response's status line, overriding the configured `firstByteTimeout` (or
-   * `queueTimeout` on the queue base).
-   */
-  readonly firstByteTimeout?: Duration.DurationInput | undefined
-  /** Longest silence between stream chunks, overriding the configured `streamIdleTimeout`. */
-  readonly idleTimeout?: Duration.DurationInput | undefined
-  /**
-   * The operation's span, opened when the request leaves the rate limiter's line (a caller waiting there holds
-   * no span). A model operation (`operation`: `chat`, `text_completion`, `embeddings`...) gets the OpenTelemetry
-   * GenAI span `{operation} {model}`, kind client, with `gen_ai.request.*` read from `params` and the answer's
-   * id, model, finish reasons and usage; any other gets a span named `name`. Both carry `aifs.operation`
-   * (`name`), `aifs.limiter.wait_ms`, `aifs.route` and `error.type` on failure; the platform's HTTP client span
-   * of each attempt is their child.
-   */
-  readonly span?: {
-    readonly name: string
-    readonly operation?: string | undefined
-    readonly params?: object | undefined
-    /** More attributes of the client's own (`aifs.*`), set when the span opens. */
-    readonly attributes?: Readonly<Record<string, unknown>> | undefined
-  } | undefined
-}
+export type RequestOptions = Types.RequestOptions
 
 /**
- * Options of a JSON event stream.
+ * Options of a JSON event stream: `RequestOptions` and the data line that ends the stream.
  *
  * @since 0.1.0
  * @category models
  */
-export interface StreamOptions extends RequestOptions {
-  /** The data line that ends the stream (default `[DONE]`); `undefined` when the stream just ends. */
-  readonly terminator?: string | null | undefined
-}
+export type StreamOptions = Types.StreamOptions
 
 /**
- * What a response said besides its body.
+ * What a response said besides its body: status, request id, the parsed rate-limit headers, all headers.
  *
  * @since 0.1.0
  * @category models
  */
-export class ResponseMetadata extends Data.Class<{
-  /** HTTP status. */
-  readonly status: number
-  /** The server's request id, when it sent one. */
-  readonly requestId: string | undefined
-  /** The parsed rate-limit headers (empty on models that send none). */
-  readonly rateLimit: RateLimitInfo
-  /** All response headers. */
-  readonly headers: Headers.Headers
-}> {}
+export { ResponseMetadata } from "../internal/request/types.js"
 
 /**
  * A decoded body together with its response metadata.
@@ -121,12 +70,7 @@ export class ResponseMetadata extends Data.Class<{
  * @since 0.1.0
  * @category models
  */
-export interface WithResponse<A> {
-  /** The decoded body. */
-  readonly value: A
-  /** Status, request id, rate-limit headers, headers. */
-  readonly response: ResponseMetadata
-}
+export type WithResponse<A> = Types.WithResponse<A>
 
 const valueOf = <A>(withResponse: WithResponse<A>): A => withResponse.value
 
@@ -140,17 +84,12 @@ export const withoutResponse = <A, E, R>(self: Effect.Effect<WithResponse<A>, E,
   Effect.map(self, valueOf)
 
 /**
- * One server-sent event.
+ * One server-sent event: its name and its data lines, joined.
  *
  * @since 0.1.0
  * @category models
  */
-export interface ServerSentEvent {
-  /** Event name (`message` unless the server named it). */
-  readonly event: string
-  /** The data lines, joined. */
-  readonly data: string
-}
+export type ServerSentEvent = Types.ServerSentEvent
 
 /**
  * The inference transport.

@@ -7,14 +7,14 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import type { LimiterStore } from "../../layers/LimiterStore.js"
 import type { LimiterUnavailable, QuotaExceeded } from "../../schemas/Errors.js"
 import * as Bucket from "./bucket.js"
+import type { Store } from "./store.js"
 import type { BucketState } from "./types.js"
 
 /** The limiter's shared state. */
 export interface Core {
-  readonly store: LimiterStore.Service
+  readonly store: Store
   readonly windowMs: number
   readonly baseMarginMs: number
   /** This limiter's name in the store's lines (shared by every process on a shared store). */

@@ -8,7 +8,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import type { LimiterStore } from "../../layers/LimiterStore.js"
 import * as Budgets from "../budgets.js"
 import * as Plans from "../plans.js"
 import type { BodyEstimate } from "../tokens.js"
@@ -17,6 +16,7 @@ import * as Bucket from "./bucket.js"
 import * as Core from "./core.js"
 import * as Headers from "./headers.js"
 import * as Permits from "./permits.js"
+import type { Store } from "./store.js"
 import type { BucketState, Options, Service, Ticket } from "./types.js"
 
 /** A model's configured limits: its own over those for every model. */
@@ -26,7 +26,7 @@ const configuredOf = (limits: Options["limits"], model: string): Bucket.Configur
 }
 
 /** The limiter's shared state for `options`, on `store`. */
-const coreOf = (options: Options, store: LimiterStore.Service): Effect.Effect<Core.Core> =>
+const coreOf = (options: Options, store: Store): Effect.Effect<Core.Core> =>
   Effect.map(SubscriptionRef.make<ReadonlyArray<BucketState>>([]), (states) => ({
     store,
     windowMs: Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1))),
@@ -64,7 +64,7 @@ const costing = (options: Options, estimate: (path: string, params: unknown) => 
 /** The limiter with `options`, on `store`, estimating with `estimate`. */
 export const make = (
   options: Options,
-  store: LimiterStore.Service,
+  store: Store,
   estimate: (path: string, params: unknown) => BodyEstimate
 ): Effect.Effect<Service> =>
   Effect.map(coreOf(options, store), (core) => {

@@ -9,10 +9,10 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import type { RateLimiter } from "../../layers/RateLimiter.js"
 import type { ApiError } from "../../schemas/Errors.js"
-import type { RequestOptions } from "../../services/InferenceHttpClient.js"
+import type { Service as Limiter } from "../limiter/types.js"
 import type { Permit, Refusal, Restore, Ticket } from "../limiter/types.js"
+import type { RequestOptions } from "./types.js"
 
 /** What an attempt goes out with: the limiter's permit, its options (maybe routed to the queue) and its model. */
 export interface Admission {
@@ -42,7 +42,7 @@ const queueable = new Set([
  * The admissions of one key's requests by `limiter` (`keyId`: the key's fingerprint now, renewed or not) while `line`
  * is open; once it is closed, no request leaves the line.
  */
-export const make = (limiter: RateLimiter.Service, keyId: () => string, line: { readonly open: boolean }) => {
+export const make = (limiter: Limiter, keyId: () => string, line: { readonly open: boolean }) => {
   /**
    * What the limiter counts for a request, from the parameters it was made of (the operation's, as its span holds
    * them: never the serialised body parsed back): none when it names no model. An upload (audio) counts as a request.

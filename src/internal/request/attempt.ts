@@ -10,13 +10,13 @@ import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import type { ApiError, QuotaExceeded } from "../../schemas/Errors.js"
 import type { RateLimitInfo } from "../../schemas/RateLimit.js"
-import type { RequestOptions, ResponseMetadata } from "../../services/InferenceHttpClient.js"
 import { pacedByLimiter } from "../errors.js"
 import { outcomeOf as settlementOf } from "../limiter/settlement.js"
 import type { Permit, Restore } from "../limiter/types.js"
 import { firstByteTimedOut, totalTimedOut } from "../transport.js"
 import type { Admission, Admissions, FirstAdmission } from "./admission.js"
 import type { Deadlines } from "./deadline.js"
+import type { RequestOptions, ResponseMetadata } from "./types.js"
 
 /** The time limits of an attempt. */
 export interface Timeouts {

@@ -10,7 +10,6 @@ import * as Effect from "effect/Effect"
 import * as Inspectable from "effect/Inspectable"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
-import type { ClientConfig } from "../../layers/ClientConfig.js"
 import { type ApiError, Unauthorized } from "../../schemas/Errors.js"
 import { fingerprint, makeRedactor } from "../redact.js"
 
@@ -46,7 +45,13 @@ const messageOf = (error: unknown): string =>
     : Inspectable.format(error)
 
 /** The credentials of a configuration: its key, renewed from `reloadApiKey` when it has one. */
-export const make = (config: ClientConfig["Type"]): Credentials => {
+/** Where the key comes from: what `ClientConfig` says of it. */
+export interface KeySource {
+  readonly apiKey: Redacted.Redacted<string>
+  readonly reloadApiKey?: Effect.Effect<Redacted.Redacted<string>, unknown> | undefined
+}
+
+export const make = (config: KeySource): Credentials => {
   let key = config.apiKey
   let generation = 0
   let authorization = `Bearer ${Redacted.value(key)}`

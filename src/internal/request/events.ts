@@ -10,8 +10,6 @@ import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { type ApiError, DecodeError, Timeout, TransportError } from "../../schemas/Errors.js"
-import type { ServerSentEvent } from "../../services/InferenceHttpClient.js"
-import type { RequestOptions } from "../../services/InferenceHttpClient.js"
 import { mapChunksUntil, type Stepped } from "../chunked.js"
 import { excerpt, fromHttpClientError, fromStreamError } from "../errors.js"
 import { reconcile, usageOf } from "../limiter/settlement.js"
@@ -22,6 +20,8 @@ import type { Sent } from "./attempt.js"
 import type { Deadlines, Limit } from "./deadline.js"
 import { decoder } from "./decode.js"
 import { answered } from "./instruments.js"
+import type { ServerSentEvent } from "./types.js"
+import type { RequestOptions } from "./types.js"
 
 /** A 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show. */
 export const expectEventStream = (redact: (text: string) => string) => (sent: Sent): Effect.Effect<Sent, ApiError> => {

@@ -14,8 +14,8 @@ import * as MetricKey from "effect/MetricKey"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import type { ApiError } from "../../schemas/Errors.js"
-import type { RequestOptions } from "../../services/InferenceHttpClient.js"
 import { isModelOperation, operationDurationKey, providerName, ResponseSummary, tokenUsageKey } from "../telemetry.js"
+import type { RequestOptions } from "./types.js"
 
 /** A model operation's histograms, tagged with its operation, provider and model. */
 interface Instruments {

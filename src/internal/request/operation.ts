@@ -11,12 +11,12 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import * as Metrics from "../../layers/ClientMetrics.js"
 import type { ApiError } from "../../schemas/Errors.js"
-import type { RequestOptions } from "../../services/InferenceHttpClient.js"
+import * as Metrics from "../metrics.js"
 import { isModelOperation, type Server, spanOf } from "../telemetry.js"
 import type { Admissions, FirstAdmission } from "./admission.js"
 import { ended, recordDuration } from "./instruments.js"
+import type { RequestOptions } from "./types.js"
 
 /**
  * The first per-request time limit that is not a duration, if any: checked before the request waits in the

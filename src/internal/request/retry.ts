@@ -1,13 +1,54 @@
 /**
- * The retry loop of a request: the policy's schedule, set up only after a first failure.
+ * The retry loop of a request: the policy's schedule, set up only after a first failure, each retry reported.
  * @internal
  */
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as RetryPolicy from "../../layers/RetryPolicy.js"
+import * as Metric from "effect/Metric"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
 import type { ApiError } from "../../schemas/Errors.js"
-import type { RequestOptions } from "../../services/InferenceHttpClient.js"
+import * as Metrics from "../metrics.js"
 import { endpointOf } from "../transport.js"
+
+/** A retry policy, as `RetryPolicy` provides it: its schedule, and the most retries it makes when bounded. */
+export interface Policy {
+  readonly schedule: Schedule.Schedule<Duration.Duration, ApiError>
+  readonly maxRetries?: number | undefined
+}
+
+/** The policy's schedule for one request, each retry counted and logged (`RetryPolicy.reported`). */
+export const reported = (
+  policy: Policy,
+  endpoint: string
+): Schedule.Schedule<Duration.Duration, ApiError> => {
+  let last: ApiError | undefined
+  let retries = 0
+  const of = policy.maxRetries === undefined ? "" : ` of ${policy.maxRetries}`
+  return policy.schedule.pipe(
+    Schedule.tapInput((error: ApiError) =>
+      Effect.sync(() => {
+        last = error
+      })
+    ),
+    Schedule.onDecision((wait, decision) =>
+      ScheduleDecision.isDone(decision) ? Effect.void : Effect.zipRight(
+        Effect.all([
+          Metric.increment(Metrics.retries),
+          Metric.incrementBy(Metrics.retryWaitMillis, Duration.toMillis(wait))
+        ]),
+        Effect.logInfo(
+          `aifs: ${last?.endpoint ?? endpoint}: ${last?._tag}: ${last?.message}; retry ${++retries}${of} in ${
+            Duration.format(Duration.millis(Math.round(Duration.toMillis(wait))))
+          }`
+        )
+      )
+    )
+  )
+}
+
+import type { RequestOptions } from "./types.js"
 
 /**
  * `effect`, retried by the policy unless the request says not to. The schedule's machinery is set up only after
@@ -15,7 +56,7 @@ import { endpointOf } from "../transport.js"
  * build it for each).
  */
 export const retrying = <A>(
-  policy: RetryPolicy.RetryPolicy.Service,
+  policy: Policy,
   request: HttpClientRequest.HttpClientRequest,
   effect: Effect.Effect<A, ApiError>,
   options: RequestOptions
@@ -28,6 +69,6 @@ export const retrying = <A>(
         replayed = true
         return Effect.fail(first)
       }),
-      RetryPolicy.reported(policy, endpointOf(request))
+      reported(policy, endpointOf(request))
     )
   })

@@ -10,13 +10,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import type * as MetricLabel from "effect/MetricLabel"
-import type { ClientConfig } from "../../layers/ClientConfig.js"
-import * as Metrics from "../../layers/ClientMetrics.js"
 import { type ApiError, NotFound } from "../../schemas/Errors.js"
-import type { Base, RequestOptions } from "../../services/InferenceHttpClient.js"
+import * as Metrics from "../metrics.js"
 import * as Transport from "../transport.js"
 import type { Deps } from "./attempt.js"
 import type { Credentials } from "./credentials.js"
+import type { Base, RequestOptions } from "./types.js"
 
 /**
  * Counts every status that comes back, and the 429s apart: one tagged counter per status, made once (tagging
@@ -36,12 +35,23 @@ export const statusCounter = () => {
   }
 }
 
+/** Where requests go and their time limits: what `ClientConfig` says of them. */
+export interface Endpoints {
+  readonly baseUrl: string
+  readonly v1Url: string
+  readonly queueUrl: string
+  readonly timeout: Duration.Duration
+  readonly connectTimeout: Duration.Duration
+  readonly firstByteTimeout: Duration.Duration
+  readonly queueTimeout: Duration.Duration
+}
+
 /**
  * The request as sent, from a service's relative one: on its base, with the key, what it accepts and the client's
  * name, its endpoint as errors name it, its time limits (the queue waits for capacity, so longer). What does not
  * change from request to request (the headers, the bases' paths) is made once.
  */
-export const preparer = (config: ClientConfig["Type"], credentials: Credentials) => {
+export const preparer = (config: Endpoints, credentials: Credentials) => {
   const bases: Record<Base, string> = { v2: config.baseUrl, v1: config.v1Url, queue: config.queueUrl }
   // a base at an origin's root has the path "/": the request's own path follows it
   const pathOfBase = (url: string) => Transport.pathOf(url).replace(/\/$/, "")
@@ -96,7 +106,7 @@ export const preparer = (config: ClientConfig["Type"], credentials: Credentials)
 /** One exchange up to the status line (see `Transport.send`), each status counted. */
 export const sender = (
   client: HttpClient.HttpClient,
-  config: ClientConfig["Type"],
+  config: Endpoints,
   redact: (text: string) => string
 ): Deps["send"] => {
   const observe = statusCounter()
