@@ -2,7 +2,7 @@
 // after the other, each on its incremental file, then the per-module report (scripts/mutation-report.mjs), which
 // fails when a module scores below the threshold. A group that fails to run fails the whole.
 import { spawnSync } from "node:child_process"
-import { groups } from "../stryker.config.mjs"
+import { deferred, groups } from "../stryker.config.mjs"
 
 const asked = process.argv.slice(2).filter((a) => a !== "--")
 const unknown = asked.filter((g) => !(g in groups))
@@ -10,7 +10,11 @@ if (unknown.length > 0) {
   console.error(`unknown mutation group(s): ${unknown.join(", ")}; known: ${Object.keys(groups).join(", ")}`)
   process.exit(2)
 }
-const chosen = asked.length > 0 ? asked : Object.keys(groups)
+// a run that names no group runs every group but the deferred ones, and says which it leaves out and why
+const chosen = asked.length > 0 ? asked : Object.keys(groups).filter((g) => !(g in deferred))
+for (const group of Object.keys(groups).filter((g) => asked.length === 0 && g in deferred)) {
+  console.log(`== mutation: ${group} deferred (run it by name): ${deferred[group]} ==`)
+}
 let failed = false
 for (const group of chosen) {
   const started = Date.now()
