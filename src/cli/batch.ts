@@ -23,6 +23,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { Admitting } from "../layers/RateLimiter.js"
+import * as RetryPolicy from "../layers/RetryPolicy.js"
 import * as Batch from "../services/Batch.js"
 import type { Chat } from "../services/Chat.js"
 import type { Completions } from "../services/Completions.js"
@@ -185,7 +186,12 @@ export const batchCommand = Command.make(
         runBatch(input, output, concurrency, {
           keepFailed,
           resumeCommand: resumeCommand(input, output, concurrency, keepFailed)
-        }).pipe(Effect.provide(client), Effect.provideService(Admitting, { open: true }))
+        }).pipe(
+          Effect.provide(client),
+          Effect.provideService(Admitting, { open: true }),
+          // unlike a command typed at a terminal, a batch rides out a server that is away: its requests retry
+          Effect.locally(RetryPolicy.retryUnconnected, true)
+        )
       )
     ).pipe(Effect.tap((code) =>
       Effect.sync(() => {

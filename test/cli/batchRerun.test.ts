@@ -10,6 +10,7 @@ import * as path from "node:path"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import { aifs, cliEnv } from "../helpers/cli.js"
 import { quotaBoundInput } from "../helpers/cli.js"
+import { freePort } from "../helpers/redisServer.js"
 import { tempDir } from "../helpers/tempDir.js"
 
 const request = (id: string) =>
@@ -132,5 +133,22 @@ describe("aifs batch on a terminal", { timeout: 90_000 }, () => {
       assert.strictEqual(yield* exit, 130)
       assert.include(screen, "aifs batch: stopping: no new requests")
       assert.include(screen, `the rest is left for a rerun: aifs batch ${input} --out ${output}`)
+    }))
+
+  it.scoped("nothing listening: a batch retries each request (and says so), unlike a command, then writes its error", () =>
+    Effect.gen(function*() {
+      const { input, output } = yield* batchFiles(2)
+      const port = yield* Effect.promise(() => freePort())
+      const run = yield* aifs(["batch", input, "--out", output, "--concurrency", "1"], {
+        AIFS_API_KEY: "gen-test",
+        AIFS_BASE_URL: `http://127.0.0.1:${port}/v2`,
+        AIFS_MAX_RETRIES: "1"
+      })
+      assert.strictEqual(run.code, 1, run.stderr)
+      const retries = run.stderr.split("\n").filter((line) =>
+        / TransportError: .*ECONNREFUSED.*; retry 1 of 1 in /.test(line)
+      )
+      assert.lengthOf(retries, 2, run.stderr)
+      assert.deepStrictEqual(outputLines(output).map((line) => line.error?.code), ["TransportError", "TransportError"])
     }))
 })
