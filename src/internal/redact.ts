@@ -14,12 +14,18 @@ const unicodeEscape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart
 /**
  * A secret as it appears in a server's JSON echo: as is, JSON-escaped (a quote or a backslash in a password),
  * with every character outside printable ASCII as `\uXXXX` (Python's default), and with `<`, `>`, `&` so
- * (Go's). Redacting only the raw form would let the parsed error message show the secret.
+ * (Go's), the escapes' hex digits in either case. Redacting only the raw form would let the parsed error message
+ * show the secret.
  */
 const formsOf = (value: string): ReadonlyArray<string> => {
   const json = JSON.stringify(value).slice(1, -1)
-  return [value, json, json.replace(/[^\x20-\x7e]/g, unicodeEscape), json.replace(/[<>&\u2028\u2029]/g, unicodeEscape)]
+  const escaped = [json.replace(/[^\x20-\x7e]/g, unicodeEscape), json.replace(/[<>&\u2028\u2029]/g, unicodeEscape)]
+  // and with upper-case hex digits (Java's Jackson, .NET)
+  return [value, json, ...escaped, ...escaped.map(upperHex)]
 }
+
+/** `\u00e9` as `\u00E9`. */
+const upperHex = (text: string) => text.replace(/\\u([0-9a-f]{4})/g, (_, hex: string) => `\\u${hex.toUpperCase()}`)
 
 /** Replaces the given secrets, any bearer token and any key-shaped string with `<redacted>`. */
 export const makeRedactor = (

@@ -60,7 +60,10 @@ describe("makeRedactor", () => {
       const echoed of [
         secret,
         "pa\\u003css\\u003e\\u0026wörd",
-        "pa<ss>&w\\u00f6rd"
+        "pa<ss>&w\\u00f6rd",
+        // the hex digits in upper case, as Java's and .NET's encoders write them
+        "pa\\u003Css\\u003E\\u0026wörd",
+        "pa<ss>&w\\u00F6rd"
       ]
     ) {
       assert.strictEqual(redactSecret(`{"detail":"bad key ${echoed}"}`), `{"detail":"bad key <redacted>"}`, echoed)
