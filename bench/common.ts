@@ -27,7 +27,19 @@ export interface Report {
   readonly how: string
   /** Anything worth saying about this run. */
   readonly notes?: ReadonlyArray<string> | undefined
+  /** Charts of the run (bench/chart.ts), written to docs/charts/<name>.svg and shown in its section. */
+  readonly charts?: ReadonlyArray<Chart> | undefined
 }
+
+/** One chart of a report: its file name (without `.svg`), the image's alternative text, the SVG. */
+export interface Chart {
+  readonly name: string
+  readonly alt: string
+  readonly svg: string
+}
+
+/** The header a benchmark's client may set to name the sender of a request (bench/windows.ts reads it). */
+export const tagHeader = "x-bench-tag"
 
 let built = false
 

@@ -16,7 +16,9 @@ import * as ClientMetrics from "../src/layers/ClientMetrics.js"
 import * as Node from "../src/layers/Node.js"
 import type { ChatCompletion } from "../src/schemas/Chat.js"
 import * as Chat from "../src/services/Chat.js"
-import { fixed, limitConcurrency, type Report, type Target, thousands } from "./common.js"
+import * as Chart from "./chart.js"
+import { type Chart as Drawn, fixed, limitConcurrency, type Report, type Target, thousands } from "./common.js"
+import { binned, colors, sumOf, watchWindows, type WindowEvent } from "./windows.js"
 
 /** The window of the emulator and of our limiter: the issue's example, 6 s (`BENCH_GOODPUT_WINDOW_MS` to change). */
 const windowMs = Number(process.env.BENCH_GOODPUT_WINDOW_MS ?? 6000)
@@ -89,6 +91,8 @@ interface Run {
   readonly limits?: Amounts | undefined
   /** What the emulator charged each successful request, in the order they were sent. */
   readonly charged: ReadonlyArray<{ readonly input: number; readonly output: number }>
+  /** What the emulator's window admitted and refused, request by request (for the chart). */
+  readonly windows?: ReadonlyArray<WindowEvent> | undefined
 }
 
 /**
@@ -141,6 +145,13 @@ const inOrderMs = (r: Run): number => {
   return now
 }
 
+/** The budget a run's work used most of, over the windows it needs. */
+const binding = (r: Run): Dimension => {
+  const limits = r.limits ?? limitsOf(r.model)
+  const work: Amounts = { requests: r.ok, input: r.input, output: r.output, tokens: r.input + r.output }
+  return dimensions.reduce((a, d) => work[d] / limits[d] > work[a] / limits[a] ? d : a)
+}
+
 /** A run's tokens, input and output together. */
 const tokensOf = (r: Run): number => r.input + r.output
 
@@ -159,9 +170,12 @@ const describeLimits = (model: string): string => {
   ].join(", ")
 }
 
-const withEmulator = <A, E, R>(f: (emulator: Emulator.Emulator.Service) => Effect.Effect<A, E, R>) =>
+/** A run on a fresh emulator, with what its window admitted and refused. */
+const withEmulator = <E, R>(f: (emulator: Emulator.Emulator.Service) => Effect.Effect<Run, E, R>) =>
   Effect.scoped(Effect.flatMap(Emulator.Emulator, f)).pipe(
-    Effect.provide(Emulator.layer({ window: Duration.millis(windowMs), port: 0 }))
+    Effect.provide(Emulator.layer({ window: Duration.millis(windowMs), port: 0 })),
+    watchWindows,
+    Effect.map(([run, windows]): Run => ({ ...run, windows }))
   )
 
 /** The usage of each answer, in order. */
@@ -305,6 +319,84 @@ const runOpenAI = (model: string, mode: "batches" | "pool", count = requestCount
     })
   ).pipe(Effect.timeoutFail({ duration: runLimitMs, onTimeout: () => new Error(`goodput: ${model} ran too long`) }))
 
+/** A run's window, per window of the run: admitted and refused, in requests or in one token budget. */
+const perWindow = (r: Run, d: Dimension) => {
+  const bins = binned(r.windows ?? [], windowMs)
+  const sum = (admitted: boolean) =>
+    bins.map((bin) => sumOf(bin.filter((e) => e.admitted === admitted), (e) => e.cost[d]))
+  return { admitted: sum(true), refused: sum(false) }
+}
+
+const nouns: { readonly [D in Dimension]: string } = {
+  requests: "requests",
+  input: "input tokens",
+  output: "output tokens",
+  tokens: "tokens"
+}
+
+/** The panels of one budget, one per run, on one scale. */
+const budgetPanels = (shown: ReadonlyArray<{ run: Run; title: string }>, d: Dimension): Array<Chart.Panel> => {
+  const limit = limitsOf(shown[0]!.run.model)[d]
+  const series = shown.map(({ run }) => perWindow(run, d))
+  const windows = Math.max(...series.map((s) => s.admitted.length))
+  const yMax = Math.max(...series.flatMap((s) => s.admitted.map((a, i) => a + s.refused[i]!)))
+  return shown.map(({ title }, i) => ({
+    title: `${title}: ${nouns[d]}`,
+    yLabel: `${nouns[d]} per window`,
+    xLabel: `window of the run (${windowMs / 1000} s each)`,
+    windows,
+    yMax,
+    quota: { value: limit, label: `quota: ${thousands(limit)} ${nouns[d]}` },
+    series: [
+      { name: "admitted", color: colors.admitted, kind: "bar", values: series[i]!.admitted },
+      {
+        name: d === "requests" ? "answered 429" : "asked by requests answered 429",
+        color: colors.refused,
+        kind: "bar",
+        values: series[i]!.refused
+      }
+    ]
+  }))
+}
+
+/** What a run's window held at most and refused, in words. */
+const summary = (r: Run, d: Dimension): string => {
+  const requests = perWindow(r, "requests")
+  const tokens = perWindow(r, d)
+  return `${r.client}: ${requests.admitted.length} windows, at most ${Math.max(...requests.admitted)} requests and ` +
+    `${thousands(Math.max(...tokens.admitted))} ${nouns[d]} admitted in a window, ` +
+    `${sumOf(requests.refused, (n) => n)} requests answered 429`
+}
+
+/** The chart: the headerless model's batch, with this client's limiter and with openai's concurrency limit of 8. */
+const chart = (runs: ReadonlyArray<Run>): Drawn => {
+  const model = models[0]
+  const find = (prefix: string) => runs.find((r) => r.model === model && r.client.startsWith(prefix))!
+  const ours = find("effect-aifs")
+  const theirs = find("openai (limiter")
+  const d = binding(ours)
+  const shown = [
+    { run: ours, title: "effect-aifs with its limiter" },
+    { run: theirs, title: `openai, ${concurrency} at a time, no limiter` }
+  ]
+  const limits = limitsOf(model)
+  return {
+    name: "goodput",
+    alt: `${model}, ${requestCount} requests: requests and ${nouns[d]} per ${windowMs / 1000} s window against the ` +
+      "quota, effect-aifs with its limiter beside openai with a concurrency limit of 8",
+    svg: Chart.render({
+      id: "goodput",
+      title: `${requestCount} requests at once to ${model} on a basic key, window by window`,
+      description: `The emulator's ${windowMs / 1000} s windows of one key (${thousands(limits.requests)} requests ` +
+        `and ${thousands(limits[d])} ${nouns[d]} a window, the budget that binds this work), window by window. ` +
+        `${summary(ours, d)}. ` +
+        `${summary(theirs, d)}.`,
+      columns: 2,
+      panels: [...budgetPanels(shown, "requests"), ...budgetPanels(shown, d)]
+    })
+  }
+}
+
 export const run = async (): Promise<Report> => {
   // warm the process (JIT, modules) on throwaway emulators: the timed runs then start with fresh quotas and
   // fresh clients, but not with cold code (a cold first burst reaches the server up to ~0.8 s late)
@@ -344,11 +436,6 @@ export const run = async (): Promise<Report> => {
     ]
   })
   const ours = (model: string) => runs.find((r) => r.model === model && r.client.startsWith("effect-aifs"))!
-  const binding = (r: Run) => {
-    const limits = r.limits ?? limitsOf(r.model)
-    const work: Amounts = { requests: r.ok, input: r.input, output: r.output, tokens: r.input + r.output }
-    return dimensions.reduce((a, d) => work[d] / limits[d] > work[a] / limits[a] ? d : a)
-  }
   const headerless = ours(models[0])
   const header = ours(models[1])
   const ratio = (r: Run) => idealMs(r) / r.elapsedMs
@@ -390,6 +477,7 @@ export const run = async (): Promise<Report> => {
     ],
     rows,
     targets,
+    charts: [chart(runs)],
     how: `A fresh emulator per run (a basic key, per ${windowMs / 1000} s window: ${models[0]} ` +
       `${describeLimits(models[0])} by the plan's table, ${models[1]} ${describeLimits(models[1])} by the seed ` +
       `quota, as in the issue's example), ${requestCount} chat requests of mixed sizes ` +
@@ -403,6 +491,9 @@ export const run = async (): Promise<Report> => {
       `have passed, so ideal = (k − 1) × window, a lower bound; requests and tokens are those the emulator ` +
       `charged (successful requests, \`usage.prompt_tokens\` and \`usage.completion_tokens\`).`,
     notes: [
+      `The chart: what the emulator's window admitted and refused in each ${windowMs / 1000} s window from the ` +
+      `run's first request (its \`SlidingWindow\` reports each request to the benchmark as it is counted or refused), ` +
+      `for ${models[0]} with this client and with openai behind its concurrency limit of ${concurrency}.`,
       "Two ideals. The bound (`ideal`): (k − 1) windows, k the windows the work needs in its most used budget, as if " +
       "every window could be filled to its limit. In order (`in order`): the same work sent in the order it was, each " +
       "request as soon as every budget has room on an exact sliding window (no latency, no margin): where requests " +

@@ -1,11 +1,12 @@
 /**
  * Runs the benchmarks (all, or those named: `npm run bench -- goodput overhead`; `--profile` adds the CPU
  * profile of the overhead loops, by package, and where the memory bench's waiting calls allocated their heap),
- * prints a table per benchmark and writes its section of BENCHMARKS.md (sections of benchmarks not run are kept).
+ * prints a table per benchmark and writes its section of BENCHMARKS.md (sections of benchmarks not run are kept),
+ * with its charts (goodput, shared, learning) drawn to docs/charts/<name>.svg and shown at the top of the section.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
-import { markdownTable, type Report, textTable } from "./common.js"
+import { type Chart, markdownTable, type Report, textTable } from "./common.js"
 
 const benches: Record<string, () => Promise<Report>> = {
   goodput: () => import("./goodput.js").then((m) => m.run()),
@@ -19,6 +20,8 @@ const benches: Record<string, () => Promise<Report>> = {
 }
 
 const file = new URL("../BENCHMARKS.md", import.meta.url)
+/** Where the charts go; BENCHMARKS.md and the docs link them there. */
+const charts = new URL("../docs/charts/", import.meta.url)
 const machine =
   `${os.cpus().length} CPUs (${os.cpus()[0]?.model.trim() ?? "unknown"}), ${os.platform()} ${os.release()}, ` +
   `Node.js ${process.version}`
@@ -30,6 +33,7 @@ const section = (report: Report, date: string): string =>
     "",
     `Run ${date} on ${machine}.`,
     "",
+    ...(report.charts ?? []).flatMap((chart) => [`![${chart.alt}](docs/charts/${chart.name}.svg)`, ""]),
     markdownTable(report.headers, report.rows),
     "",
     markdownTable(
@@ -41,6 +45,12 @@ const section = (report: Report, date: string): string =>
     ...(report.notes ?? []).map((n) => `\n${n}`),
     `<!-- bench:${report.name}:end -->`
   ].join("\n")
+
+const writeChart = (chart: Chart): void => {
+  mkdirSync(charts, { recursive: true })
+  writeFileSync(new URL(`${chart.name}.svg`, charts), chart.svg)
+  console.log(`drew docs/charts/${chart.name}.svg`)
+}
 
 const writeSection = (report: Report, date: string): void => {
   const text = section(report, date)
@@ -73,6 +83,7 @@ const main = async () => {
       const report = await benches[name]!()
       console.log(textTable(report.headers, report.rows))
       for (const t of report.targets) console.log(`${t.met ? "MET    " : "NOT MET"} ${t.target}: ${t.detail}`)
+      for (const chart of report.charts ?? []) writeChart(chart)
       writeSection(report, new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC")
     } catch (error) {
       failed = true

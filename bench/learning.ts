@@ -22,7 +22,9 @@ import * as LimiterStore from "../src/layers/LimiterStore.js"
 import * as Node from "../src/layers/Node.js"
 import * as RateLimiter from "../src/layers/RateLimiter.js"
 import * as Chat from "../src/services/Chat.js"
-import { fixed, type Report, type Target } from "./common.js"
+import * as Chart from "./chart.js"
+import { type Chart as Drawn, fixed, type Report, type Target } from "./common.js"
+import { binned, colors, watchWindows, type WindowEvent } from "./windows.js"
 
 /** The window of the emulator and of the limiter: a minute, as the service (`BENCH_LEARNING_WINDOW_MS` to change). */
 const windowMs = Number(process.env.BENCH_LEARNING_WINDOW_MS ?? 60_000)
@@ -134,6 +136,17 @@ const chaosRate = 0.03
 const chaosLatencyMs = Math.round(chaosWindowMs * 0.005)
 type ChaosClient = "auto" | "right preset"
 
+/** One window of the first chaos job, by the emulator's counter of random 429s and the limiter. */
+interface ChaosWindow {
+  readonly injected: number
+  /** The lowest and highest request limit the limiter held in the window (none while it knew none). */
+  readonly lowest: number | null
+  readonly highest: number | null
+}
+
+/** A chaos row's key: one of its own, so that the windows' log tells the rows apart. */
+const chaosKeyOf = (client: ChaosClient): string => Emulator.developmentKey(`chaos${client}`)
+
 interface ChaosRow {
   readonly client: ChaosClient
   /** Answers after the first window, and the windows after it. */
@@ -145,6 +158,9 @@ interface ChaosRow {
   readonly last: number | undefined
   /** Seconds a later job of 20 requests of 1,500 input tokens took, on what the first job kept. */
   readonly laterJobSeconds: number
+  /** The first job, window by window (for the chart), and when it started (epoch ms, the emulator's clock). */
+  readonly windows: ReadonlyArray<ChaosWindow>
+  readonly startedAt: number
 }
 
 /** One chaos row: the small-request job with random 429s, then the larger job on the limits it kept. */
@@ -181,7 +197,7 @@ const chaosRow = (client: ChaosClient) =>
       port: 0,
       chaosSeed: 11,
       tiers: { key: { rpm: chaosKey, tpm: 1_000_000 } },
-      keys: [{ key: Emulator.developmentKey("key"), tier: "key" }]
+      keys: [{ key: chaosKeyOf(client), tier: "key" }]
     })),
     Logger.withMinimumLogLevel(LogLevel.Warning)
   )
@@ -191,9 +207,10 @@ const chaosJob = (emulator: Emulator.Emulator.Service) =>
   Effect.gen(function*() {
     const chat = yield* Chat.Chat
     const limiter = yield* RateLimiter.RateLimiter
+    const startedAt = Date.now()
     const start = performance.now()
     const done: Array<number> = []
-    const seen: Array<number> = []
+    const seen: Array<{ readonly at: number; readonly limit: number }> = []
     const worker = (i: number) =>
       Effect.forever(Effect.flatMap(
         Effect.either(chat.create({ model, messages: [{ role: "user", content: `worker ${i}: hi` }], max_tokens: 16 })),
@@ -206,26 +223,113 @@ const chaosJob = (emulator: Emulator.Emulator.Service) =>
       Effect.flatMap(limiter.snapshot, (buckets) =>
         Effect.sync(() => {
           const limit = buckets[0]?.budgets.requests.limit
-          if (limit !== undefined) seen.push(limit)
+          if (limit !== undefined) seen.push({ at: performance.now() - start, limit })
         })),
       Effect.sleep(Duration.millis(100))
     ))
-    yield* Effect.all([
-      Effect.forEach(Array.from({ length: workers }, (_, i) => i), worker, { concurrency: "unbounded" }),
-      watch
-    ], { concurrency: "unbounded" }).pipe(
-      Effect.timeout(Duration.millis(chaosWindows * chaosWindowMs + chaosLatencyMs)),
-      Effect.ignore
-    )
+    const [, windows] = yield* Effect.all([
+      Effect.all([
+        Effect.forEach(Array.from({ length: workers }, (_, i) => i), worker, { concurrency: "unbounded" }),
+        watch
+      ], { concurrency: "unbounded" }).pipe(
+        Effect.timeout(Duration.millis(chaosWindows * chaosWindowMs + chaosLatencyMs)),
+        Effect.ignore
+      ),
+      tally(emulator, start, seen)
+    ], { concurrency: "unbounded" })
     const stats = yield* emulator.stats
+    const limits = seen.map((s) => s.limit)
     return {
       later: done.filter((t) => t >= chaosWindowMs + chaosLatencyMs).length,
       refusedByWindow: stats.rateLimited,
       injected: stats.faults["status"] ?? 0,
-      lowest: seen.length === 0 ? undefined : Math.min(...seen),
-      last: seen[seen.length - 1]
+      lowest: limits.length === 0 ? undefined : Math.min(...limits),
+      last: limits[limits.length - 1],
+      windows,
+      startedAt
     }
   })
+
+/** At the end of each window of the first job: the random 429s the emulator counted in it, the learnt limits held. */
+const tally = (
+  emulator: Emulator.Emulator.Service,
+  start: number,
+  seen: ReadonlyArray<{ readonly at: number; readonly limit: number }>
+) =>
+  Effect.gen(function*() {
+    const windows: Array<ChaosWindow> = []
+    let before = yield* emulator.stats
+    for (let k = 1; k <= chaosWindows; k++) {
+      yield* Effect.suspend(() =>
+        Effect.sleep(Duration.millis(Math.max(0, start + k * chaosWindowMs - performance.now())))
+      )
+      const after = yield* emulator.stats
+      const held = seen.filter((s) => s.at >= (k - 1) * chaosWindowMs && s.at < k * chaosWindowMs).map((s) => s.limit)
+      windows.push({
+        injected: (after.faults["status"] ?? 0) - (before.faults["status"] ?? 0),
+        lowest: held.length === 0 ? null : Math.min(...held),
+        highest: held.length === 0 ? null : Math.max(...held)
+      })
+      before = after
+    }
+    return windows
+  })
+
+/** A chaos row's first job by its window's log: admitted and refused (the window full) per window from its start. */
+const logged = (row: ChaosRow, log: ReadonlyArray<WindowEvent>) => {
+  const end = row.startedAt + chaosWindows * chaosWindowMs
+  const events = log.filter((e) => e.key === chaosKeyOf(row.client) && e.at >= row.startedAt && e.at < end)
+  const bins = binned(events, chaosWindowMs, row.startedAt)
+  const count = (admitted: boolean) =>
+    Array.from({ length: chaosWindows }, (_, i) => (bins[i] ?? []).filter((e) => e.admitted === admitted).length)
+  return { ...row, admitted: count(true), refused: count(false), injected: row.windows.map((w) => w.injected) }
+}
+
+/** The chart: the chaos rows' first job, window by window, auto beside the right preset. */
+const chart = (rows: ReadonlyArray<ChaosRow>, log: ReadonlyArray<WindowEvent>): Drawn => {
+  const shown = (["auto", "right preset"] as const).map((client) => logged(rows.find((r) => r.client === client)!, log))
+  const yMax = Math.max(...shown.flatMap((r) => r.admitted.map((a, i) => a + r.refused[i]! + r.injected[i]!)))
+  const auto = shown[0]!
+  const lowest = auto.windows.map((w) => w.lowest)
+  const highest = auto.windows.map((w) => w.highest)
+  const list = (xs: ReadonlyArray<number | null>) => xs.map((x) => x ?? "none").join(", ")
+  return {
+    name: "learning",
+    alt: `tier auto on a key of ${chaosKey} requests per ${chaosWindowMs / 1000} s window with 3% random 429s: ` +
+      "its learnt request limit per window against the real limit, with the 429s marked, beside the right preset",
+    svg: Chart.render({
+      id: "learning",
+      title: `A limit learnt: a key of ${chaosKey} requests a window, ${
+        chaosRate * 100
+      }% of requests refused at random`,
+      description: `${workers} workers send back to back for ${chaosWindows} windows of ${chaosWindowMs / 1000} s; ` +
+        "per window, the requests the emulator admitted, refused for the window and refused at random, and for " +
+        `tier auto the highest and lowest request limit it held. Auto's 429s by the window: ` +
+        `${auto.refused.join(", ")}; admitted: ${auto.admitted.join(", ")}; the highest learnt limit in each ` +
+        `window: ${list(highest)}; the lowest: ${list(lowest)} (the key's: ${chaosKey}).`,
+      columns: 2,
+      panels: shown.map((r) => ({
+        title: r.client === "auto" ? "tier auto: learns the limit" : `the right preset (${chaosKey}) configured`,
+        yLabel: "requests per window",
+        xLabel: `window of the job (${chaosWindowMs / 1000} s each)`,
+        windows: chaosWindows,
+        yMax,
+        quota: { value: chaosKey, label: `the key's limit: ${chaosKey}` },
+        series: [
+          { name: "admitted", color: colors.admitted, kind: "bar" as const, values: r.admitted },
+          { name: "429: window full", color: colors.refused, kind: "bar" as const, values: r.refused },
+          { name: "429: at random", color: colors.injected, kind: "bar" as const, values: r.injected },
+          ...(r.client === "auto"
+            ? [
+              { name: "learnt limit: highest", color: colors.learnt, kind: "line" as const, values: highest },
+              { name: "lowest", color: colors.learntLow, kind: "line" as const, values: lowest }
+            ]
+            : [])
+        ]
+      }))
+    })
+  }
+}
 
 /** The later job: 20 requests of about 1,500 input tokens at once, which the key's quota takes in one window. */
 const largerJob = Effect.gen(function*() {
@@ -278,10 +382,10 @@ const chaosReport = (rows: ReadonlyArray<ChaosRow>) => {
 }
 
 export const run = async (): Promise<Report> => {
-  const [rows, chaosRows] = await Effect.runPromise(Effect.all([
+  const [[rows, chaosRows], log] = await Effect.runPromise(watchWindows(Effect.all([
     Effect.all(keys.flatMap((rpm) => clients.map((client) => runRow(rpm, client))), { concurrency: "unbounded" }),
     Effect.all((["auto", "right preset"] as const).map(chaosRow), { concurrency: "unbounded" })
-  ], { concurrency: "unbounded" }))
+  ], { concurrency: "unbounded" })))
   const chaos = chaosReport(chaosRows)
   const table = rows.map((r) => [
     `${r.rpm}`,
@@ -330,6 +434,7 @@ export const run = async (): Promise<Report> => {
     ],
     rows: [...table.map((row) => [...row, ""]), ...chaos.table],
     targets: [...targets, ...chaos.targets],
+    charts: [chart(chaosRows, log)],
     how:
       `One emulator per row, one key whose limit is the row's requests per ${
         windowMs / 1000
@@ -348,7 +453,11 @@ export const run = async (): Promise<Report> => {
       `each client keeps what it learns in a cache directory of its own (\`LimiterStore.layerMemoryCached\`), and a ` +
       `later job (a new client on the same directory, no random 429s, a window after the first job) sends 20 ` +
       `requests of about 1,500 input tokens ` +
-      `at once, which the key's tokens (1,000,000 a window) take at once. The learnt limit is read every 100 ms.`,
+      `at once, which the key's tokens (1,000,000 a window) take at once. The learnt limit is read every 100 ms. ` +
+      "The chart: the first job of each chaos row, window by window from its start: what the emulator's window " +
+      "admitted and refused (its `SlidingWindow` reports each request to the benchmark as it is counted or refused), " +
+      "the random 429s by its counter read at each window's end, and for auto the highest and the lowest request " +
+      "limit the limiter held in the window (a careful raise shows as a step up, the 429s it meets beside it).",
       "The presets are per window here (the limiter's window is the emulator's). Too high a preset loses no answer on this server only because its 429s carry a `retry-after` that the retries wait out exactly: it meets 429s in every window, each one a request sent for nothing. Too low a preset meets none and runs at its preset's share of the key, silently. `auto`'s 429s are those of the requests in flight when the first one came (the probe's ceiling, 8); after them it runs at the limit it measured, and its first careful raise comes after three calm windows, beyond this run."
     ]
   }

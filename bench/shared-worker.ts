@@ -2,8 +2,11 @@
  * One process of the shared-budget benchmark (bench/shared.ts): the client as users compose it (`Node.httpClient`,
  * the limiter's defaults but the window), on the Redis store when `REDIS_URL` is set, else on its own memory. It
  * connects, says `ready`, waits for `go` on stdin, sends its `COUNT` chat requests all at once, and prints one JSON
- * line: successes, failures, and when it started and ended (epoch ms, one machine).
+ * line: successes, failures, and when it started and ended (epoch ms, one machine). Each request carries the process's
+ * index in a header of the benchmark's (`x-bench-tag`), by which the emulator's windows tell the processes apart.
  */
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -15,6 +18,7 @@ import * as LimiterStore from "../src/layers/LimiterStore.js"
 import * as Node from "../src/layers/Node.js"
 import * as RedisLimiterStore from "../src/redis.js"
 import * as Chat from "../src/services/Chat.js"
+import { tagHeader } from "./common.js"
 
 const env = (name: string): string => {
   const value = process.env[name]
@@ -26,11 +30,17 @@ const count = Number(env("COUNT"))
 const index = Number(env("INDEX"))
 const redisUrl = process.env.REDIS_URL
 
+/** `Node.httpClient`, each request tagged with this process's index (bench/windows.ts). */
+const tagged = Layer.effect(
+  HttpClient.HttpClient,
+  Effect.map(HttpClient.HttpClient, HttpClient.mapRequest(HttpClientRequest.setHeader(tagHeader, String(index))))
+).pipe(Layer.provide(Node.httpClient))
+
 const ClientLive = Inference.layerHttpLimitedWith({ window: Duration.millis(Number(env("WINDOW_MS"))) }).pipe(
   Layer.provide(
     redisUrl === undefined ? LimiterStore.layerMemory : RedisLimiterStore.layer(redisUrl, { prefix: env("PREFIX") })
   ),
-  Layer.provide(Node.httpClient),
+  Layer.provide(tagged),
   Layer.provide(ClientConfig.layer({ apiKey: env("KEY"), baseUrl: env("BASE_URL"), tier: "basic" }))
 )
 

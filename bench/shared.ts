@@ -18,11 +18,15 @@ import * as RateLimiter from "../src/layers/RateLimiter.js"
 import * as TokenEstimator from "../src/layers/TokenEstimator.js"
 import * as RedisLimiterStore from "../src/redis.js"
 import { startRedis } from "../test/helpers/redisServer.js"
-import { collect, fixed, percentile, type Report, type Target } from "./common.js"
+import * as Chart from "./chart.js"
+import { type Chart as Drawn, collect, fixed, percentile, type Report, type Target } from "./common.js"
+import { binned, colors, watchWindows, type WindowEvent } from "./windows.js"
 
 const windowMs = Number(process.env.BENCH_SHARED_WINDOW_MS ?? 10_000)
 const total = Number(process.env.BENCH_SHARED_REQUESTS ?? 80)
 const processCounts = [1, 2, 4, 8]
+/** The run the chart shows. */
+const charted = 4
 /** The basic tier: 20 requests per window (tokens do not bind: 80 requests of ~60 tokens). */
 const rpm = 20
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -51,7 +55,12 @@ const worker = (env: Record<string, string>): { child: ChildProcess; ready: Prom
     onDone = resolve
     child.once("exit", (code) => code !== 0 && reject(new Error(`a worker exited with ${code}`)))
   })
-  lines.on("line", (line) => line === "ready" ? onReady() : onDone(JSON.parse(line) as Outcome))
+  // besides `ready` and its outcome (a JSON line), a worker's stdout has the client's log lines (the Redis store's)
+  lines.on("line", (line) => {
+    if (line === "ready") onReady()
+    else if (line.startsWith("{")) onDone(JSON.parse(line) as Outcome)
+    else process.stderr.write(`${line}\n`)
+  })
   return { child, ready, done }
 }
 
@@ -88,7 +97,7 @@ const runOnce = (processes: number, redisUrl: string | undefined, prefix: string
       elapsedMs: Math.max(...outcomes.map((o) => o.end)) - Math.min(...outcomes.map((o) => o.start)),
       rateLimited: stats.rateLimited
     }
-  }))
+  })).pipe(watchWindows, Effect.map(([result, windows]) => ({ ...result, windows })))
 
 /** The floor: a script call that does nothing but read the server's time, on a plain ioredis client. */
 const rawRoundTrips = async (client: Redis, samples: number) => {
@@ -121,6 +130,65 @@ const admissionLatency = (redisUrl: string, samples: number) =>
     )
   )
 
+/** Per window of the key's from its first request: what it admitted of each process, and refused of them all. */
+const perWindow = (log: ReadonlyArray<WindowEvent>) => {
+  const bins = binned(log, windowMs)
+  return {
+    byProcess: Array.from(
+      { length: charted },
+      (_, p) => bins.map((bin) => bin.filter((e) => e.admitted && e.tag === String(p)).length)
+    ),
+    refused: bins.map((bin) => bin.filter((e) => !e.admitted).length)
+  }
+}
+
+/** The chart: the same work from `charted` processes on one Redis budget and each on its own memory. */
+const chart = (shared: ReadonlyArray<WindowEvent>, alone: ReadonlyArray<WindowEvent>): Drawn => {
+  const runs = [
+    { title: "one budget on Redis", ...perWindow(shared) },
+    { title: "each process on its own memory store", ...perWindow(alone) }
+  ]
+  const windows = Math.max(...runs.map((r) => r.refused.length))
+  const admitted = (r: (typeof runs)[number]) =>
+    r.refused.map((_, i) => r.byProcess.reduce((sum, p) => sum + (p[i] ?? 0), 0))
+  const yMax = Math.max(...runs.flatMap((r) => admitted(r).map((n, i) => n + r.refused[i]!)))
+  const words = (r: (typeof runs)[number]) =>
+    `${r.title}: ${r.refused.length} windows, at most ${Math.max(...admitted(r))} admitted and ` +
+    `${Math.max(...r.refused)} answered 429 in a window, ${r.refused.reduce((a, b) => a + b, 0)} 429s in all`
+  return {
+    name: "shared",
+    alt: `${charted} processes sharing one key of ${rpm} requests per ${windowMs / 1000} s window: each process's ` +
+      "requests per window stacked against the quota, on one Redis budget and each on its own memory",
+    svg: Chart.render({
+      id: "shared",
+      title: `${charted} processes, one key of ${rpm} requests a window: what each window admitted`,
+      description:
+        `${total} requests split over ${charted} processes sending at once; per ${
+          windowMs / 1000
+        } s window of the key from its first request, the requests the emulator admitted of each process, stacked, ` +
+        `and the 429s it answered on top, against the key's quota of ${rpm}. ${words(runs[0]!)}. ${words(runs[1]!)}.`,
+      columns: 2,
+      panels: runs.map((r) => ({
+        title: r.title,
+        yLabel: "requests per window",
+        xLabel: `window of the key (${windowMs / 1000} s each)`,
+        windows,
+        yMax,
+        quota: { value: rpm, label: `quota: ${rpm} requests` },
+        series: [
+          ...r.byProcess.map((values, p) => ({
+            name: `process ${p + 1}`,
+            color: colors.processes[p % colors.processes.length]!,
+            kind: "bar" as const,
+            values
+          })),
+          { name: "answered 429", color: colors.refused, kind: "bar" as const, values: r.refused }
+        ]
+      }))
+    })
+  }
+}
+
 export const run = async (): Promise<Report> => {
   const redis = await startRedis()
   const client = new Redis(redis.url)
@@ -139,12 +207,14 @@ export const run = async (): Promise<Report> => {
         `call p50 ${fixed(raw.p50, 3)} ms, p99 ${fixed(raw.p99, 3)} ms (5,000 each)`
     })
     let worstTrips = 0
+    let drawn: Drawn | undefined
     for (const processes of processCounts) {
       const callsBefore = await scriptCalls(client)
       const shared = await Effect.runPromise(runOnce(processes, redis.url, `bench${processes}`))
       const trips = (await scriptCalls(client) - callsBefore) / Math.max(1, shared.ok)
       worstTrips = Math.max(worstTrips, trips)
       const alone = await Effect.runPromise(runOnce(processes, undefined, ""))
+      if (processes === charted) drawn = chart(shared.windows, alone.windows)
       for (
         const [store, r, perRequest] of [["Redis (one budget)", shared, fixed(trips, 2)], [
           "memory (each alone)",
@@ -197,6 +267,7 @@ export const run = async (): Promise<Report> => {
       ],
       rows,
       targets,
+      charts: drawn === undefined ? [] : [drawn],
       how: `${total} chat requests (\`max_tokens\` 50) split evenly over N child processes (bench/shared-worker.ts: ` +
         "`Inference.layerHttpLimitedWith` with the defaults but the window, on `Node.httpClient`), each sending its " +
         "share at once after a common go signal, against one emulator in the bench process (basic tier: " +
@@ -208,6 +279,10 @@ export const run = async (): Promise<Report> => {
         "5,000 times in sequence after 500 warm-ups, limits far above the load, each followed by its `answered`; beside it " +
         "the floor, a bare `EVAL` of `TIME` on a plain ioredis client, measured the same way just before.",
       notes: [
+        `The chart: the ${charted}-process runs, per ${windowMs / 1000} s window from the key's first request, what ` +
+        "the emulator's window admitted of each process (stacked; its `SlidingWindow` reports each request to the " +
+        "benchmark as it is counted or refused, and each worker names itself in a header of the benchmark's) and " +
+        "the 429s it answered (on top).",
         "The processes alone finish about as fast here only because the emulator's 429s say exactly when to come " +
         "back (`retry-after`) and the retry policy waits that long: every 429 is a request refused and sent again, " +
         "counted against the key by servers that count refusals, and a server that says nothing turns them into " +
