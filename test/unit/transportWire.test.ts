@@ -16,8 +16,9 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Decode from "../../src/internal/request/decode.js"
+import * as Wire from "../../src/internal/request/wire.js"
 import * as Transport from "../../src/internal/transport.js"
-import type { ApiError } from "../../src/schemas/Errors.js"
+import { type ApiError, BadRequest, NotFound } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
 import { answering, chat, chatOptions, counted, plain, stack } from "./transportStack.js"
@@ -279,5 +280,32 @@ describe("an error names its request as METHOD /path", () => {
       "GET http://[bad/files"
     )
     assert.strictEqual(Transport.endpointOf(HttpClientRequest.get("/models")), "GET /models")
+  })
+})
+
+describe("a 404 on a base URL without /v2", () => {
+  const notFound = new NotFound({ message: "Not Found", status: 404, endpoint: "GET /models" })
+  const other = new BadRequest({ message: "Bad", status: 400, endpoint: "GET /models" })
+
+  it("names the URL and asks about /v2 when the base URL's path does not end in /v2", () => {
+    const hint = Wire.notFoundHint("http://127.0.0.1:8080")
+    const hinted = hint(notFound, "http://127.0.0.1:8080/models")
+    assert.strictEqual(hinted._tag, "NotFound")
+    assert.strictEqual(
+      hinted.message,
+      "Not Found at http://127.0.0.1:8080/models: does the base URL (http://127.0.0.1:8080) end in /v2?"
+    )
+    assert.strictEqual((hinted as NotFound).status, 404)
+    assert.strictEqual(hinted.endpoint, "GET /models")
+    // another error, or a request to another base (v1, the queue), is left as it is
+    assert.strictEqual(hint(other, "http://127.0.0.1:8080/models"), other)
+    assert.strictEqual(hint(notFound, "http://other:9/v1/vector_stores"), notFound)
+  })
+
+  it("leaves the service's own 404 alone when the base URL ends in /v2 (with or without a slash)", () => {
+    for (const base of ["https://host/v2", "https://host/v2/"]) {
+      assert.strictEqual(Wire.notFoundHint(base)(notFound, `${base}/models`), notFound, base)
+    }
+    assert.notStrictEqual(Wire.notFoundHint("https://host/v2x")(notFound, "https://host/v2x/models"), notFound)
   })
 })
