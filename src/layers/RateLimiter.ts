@@ -12,7 +12,8 @@
  * @example
  * ```ts
  * import { Chat, Testing } from "effect-aifs"
- *  * import * as Effect from "effect/Effect"
+ * import * as Clock from "effect/Clock"
+ * import * as Effect from "effect/Effect"
  *
  * // 2 requests per second for this model: the third request waits on the client instead of collecting a 429
  * const server = Testing.layerEmulator({

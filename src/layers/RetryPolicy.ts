@@ -254,6 +254,9 @@ export const retryUnconnected: FiberRef.FiberRef<boolean> = FiberRef.unsafeMake(
  *   Effect.catchTag("TransportError", (error) => Effect.succeed(`connected: ${error.connected}`)),
  *   Effect.provide(Node.layer({ apiKey: "gen-test", baseUrl: "http://127.0.0.1:9/v2" }))
  * )
+ *
+ * Effect.runPromise(program).then(console.log)
+ * // => connected: false
  * ```
  *
  * @since 0.4.0

@@ -56,13 +56,15 @@ export type RequestOptions = Types.RequestOptions
  */
 export type StreamOptions = Types.StreamOptions
 
-/**
- * What a response said besides its body: status, request id, the parsed rate-limit headers, all headers.
- *
- * @since 0.1.0
- * @category models
- */
-export { ResponseMetadata } from "../internal/request/types.js"
+export {
+  /**
+   * What a response said besides its body: status, request id, the parsed rate-limit headers, all headers.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ResponseMetadata
+} from "../internal/request/types.js"
 
 /**
  * A decoded body together with its response metadata.
