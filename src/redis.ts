@@ -109,6 +109,9 @@ const startMs = 2_000
  * Where a bucket's keys live: one hash tag per bucket (one Cluster slot). `v2`: the keys of the version before four
  * budgets (entries `requests:tokens`) are never read, by this version or theirs by it; they expire on their own.
  */
+/** The keys' prefix when the options name none. */
+const defaultPrefix = "aifs"
+
 const tagOf = (prefix: string, bucket: string) => `{${prefix}:v2:${bucket}}`
 
 /** Counts go to Redis as whole numbers (HINCRBY takes no fractions), rounded up: never less than was asked for. */
@@ -189,7 +192,7 @@ export const make = (
   options: Options & { readonly name?: string | undefined } = {}
 ): Effect.Effect<LimiterStore.LimiterStore.Service, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const prefix = options.prefix ?? "aifs"
+    const prefix = options.prefix ?? defaultPrefix
     const name = options.name ?? "redis"
     // a server that does not take them only costs the first operations NOSCRIPT and a second round trip
     const load = () => Link.loadScripts(client, allScripts).catch(() => undefined)
@@ -480,7 +483,7 @@ const connect = (url: string, options: Options) =>
       Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("no answer within 5 seconds") }),
       // which store counts: every process on this URL and prefix shares the key's budgets
       Effect.zipRight(
-        Effect.logInfo(`aifs: the rate limiter counts on Redis at ${name} (prefix ${options.prefix ?? "aifs"})`)
+        Effect.logInfo(`aifs: the rate limiter counts on Redis at ${name} (prefix ${options.prefix ?? defaultPrefix})`)
       ),
       Effect.catchAll((cause) => {
         const reason = describe(lastError ?? cause)

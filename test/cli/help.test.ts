@@ -153,6 +153,10 @@ describe("aifs flags", { timeout: 60_000 }, () => {
 
   it.live("without an optional peer the command line needs: one line naming it and its install command", () =>
     Effect.gen(function*() {
+      // the version it names is the one the package develops against (bin.ts must follow package.json)
+      const { devDependencies } = JSON.parse(readFileSync("package.json", "utf8")) as {
+        devDependencies: Record<string, string>
+      }
       for (const name of ["@effect/cli", "@effect/platform-node"]) {
         const run = yield* aifs(["models"], { HIDE_PACKAGE: name }, {
           node: ["--import", "./test/fixtures/hidePackage.mjs"]
@@ -160,8 +164,9 @@ describe("aifs flags", { timeout: 60_000 }, () => {
         assert.strictEqual(run.code, 1)
         assert.strictEqual(
           run.stderr,
-          `aifs: error: the command line needs the optional peer ${name}, which is not installed: npm install ${name}@^`
-            + (name === "@effect/cli" ? "0.77.2\n" : "0.108.2\n")
+          `aifs: error: the command line needs the optional peer ${name}, which is not installed: npm install ${name}@${
+            devDependencies[name]
+          }\n`
         )
       }
       // a help page needs neither

@@ -20,8 +20,7 @@ import type { Sent } from "./attempt.js"
 import type { Deadlines, Limit } from "./deadline.js"
 import { decoder } from "./decode.js"
 import { answered } from "./instruments.js"
-import type { ServerSentEvent } from "./types.js"
-import type { RequestOptions } from "./types.js"
+import type { RequestOptions, ServerSentEvent } from "./types.js"
 
 /** A 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show. */
 export const expectEventStream = (redact: (text: string) => string) => (sent: Sent): Effect.Effect<Sent, ApiError> => {
@@ -80,6 +79,21 @@ const isErrorPayload = (data: unknown): boolean =>
   typeof data === "object" && data !== null && "error" in data && !("choices" in data) &&
   (data as { error: unknown }).error !== null
 
+/** The payload of an error event, redacted (the server may echo the key), as JSON when it is JSON. */
+const streamErrorOf = (
+  data: string,
+  redact: (text: string) => string,
+  context: Parameters<typeof fromStreamError>[1]
+): ApiError => {
+  let payload: unknown
+  try {
+    payload = JSON.parse(redact(data))
+  } catch {
+    payload = { error: { message: redact(data) } }
+  }
+  return fromStreamError(payload, context)
+}
+
 /**
  * The payloads of an opened stream's events, decoded with `schema` a network chunk at a time, synchronously (no
  * effect per event). The `terminator` (or an error event) ends the stream within its chunk, without waiting for
@@ -104,16 +118,7 @@ export const decodeJsonEvents = <A, I>(
   let ended = false
   let failure: ApiError | undefined
   let usage: A | undefined
-  /** The payload of an error event, redacted (the server may echo the key), as JSON when it is JSON. */
-  const errorOf = (data: string): ApiError => {
-    let payload: unknown
-    try {
-      payload = JSON.parse(redact(data))
-    } catch {
-      payload = { error: { message: redact(data) } }
-    }
-    return fromStreamError(payload, context)
-  }
+  const errorOf = (data: string) => streamErrorOf(data, redact, context)
   /** One event to its value, or the error that ends the stream. */
   const decodeEvent = (event: ServerSentEvent): Either.Either<A, ApiError> => {
     if (event.event === "error") return Either.left(errorOf(event.data))
