@@ -181,6 +181,43 @@ const listQuery = (params: ListParams): Record<string, string> => {
 /** The options of a request on `/v1` whose span is `name`. */
 const v1 = (name: string) => ({ base: "v1", span: { name } }) as const
 
+/** A vector store's path, its id encoded as one segment (or refused). */
+const store = (id: string) => Effect.map(segment(id), (encoded) => `/vector_stores/${encoded}`)
+
+/** A file of a vector store's path, both ids encoded as one segment each. */
+const file = (storeId: string, fileId: string) =>
+  Effect.zipWith(store(storeId), segment(fileId), (path, encoded) => `${path}/files/${encoded}`)
+
+/**
+ * `waitForFile` on `get` (a file's state at its path): several requests, one logical span around the polls, each
+ * poll's request without a span of its own.
+ */
+const waitingFor = (get: (path: string) => Effect.Effect<VectorStoreFile, ApiError>) =>
+  Effect.fnUntraced(
+    function*(storeId: string, fileId: string, options: WaitOptions = {}) {
+      const timeout = Duration.decode(options.timeout ?? Duration.minutes(5))
+      const interval = Duration.decode(options.interval ?? Duration.seconds(1))
+      const path = yield* file(storeId, fileId)
+      return yield* pollOrFail(get(path), (f) => f.isDone, {
+        interval,
+        timeout,
+        onTimeout: () =>
+          new Timeout({
+            message: `file ${fileId} of vector store ${storeId} was still being indexed after ${
+              Duration.format(timeout)
+            }`,
+            endpoint: `GET /v1${path}`,
+            timeout: "total",
+            after: timeout
+          })
+      })
+    },
+    Effect.withSpan("VectorStores.waitForFile", {
+      captureStackTrace: false,
+      attributes: { "aifs.operation": "VectorStores.waitForFile" }
+    })
+  )
+
 /**
  * Builds the service on the `InferenceHttpClient`.
  *
@@ -189,9 +226,6 @@ const v1 = (name: string) => ({ base: "v1", span: { name } }) as const
  */
 export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClient> = Effect.gen(function*() {
   const http = yield* InferenceHttpClient
-  const store = (id: string) => Effect.map(segment(id), (encoded) => `/vector_stores/${encoded}`)
-  const file = (storeId: string, fileId: string) =>
-    Effect.zipWith(store(storeId), segment(fileId), (path, encoded) => `${path}/files/${encoded}`)
 
   // each request's span is the transport's, opened when the request leaves the limiter's line
   const create = Effect.fnUntraced(function*(params: CreateVectorStoreParams) {
@@ -245,31 +279,7 @@ export const make: Effect.Effect<VectorStores.Service, never, InferenceHttpClien
       http.json(HttpClientRequest.del(yield* file(storeId, fileId)), VectorStoreDeleted, v1("VectorStores.deleteFile"))
     )
   })
-  // several requests: one logical span around the polls, each poll's request without a span of its own
-  const waitForFile = Effect.fnUntraced(
-    function*(storeId: string, fileId: string, options: WaitOptions = {}) {
-      const timeout = Duration.decode(options.timeout ?? Duration.minutes(5))
-      const interval = Duration.decode(options.interval ?? Duration.seconds(1))
-      const path = yield* file(storeId, fileId)
-      return yield* pollOrFail(getFile(path, { base: "v1" }), (f) => f.isDone, {
-        interval,
-        timeout,
-        onTimeout: () =>
-          new Timeout({
-            message: `file ${fileId} of vector store ${storeId} was still being indexed after ${
-              Duration.format(timeout)
-            }`,
-            endpoint: `GET /v1${path}`,
-            timeout: "total",
-            after: timeout
-          })
-      })
-    },
-    Effect.withSpan("VectorStores.waitForFile", {
-      captureStackTrace: false,
-      attributes: { "aifs.operation": "VectorStores.waitForFile" }
-    })
-  )
+  const waitForFile = waitingFor((path) => getFile(path, { base: "v1" }))
   const search = Effect.fnUntraced(function*(storeId: string, params: SearchParams) {
     return yield* withoutResponse(
       http.json(
