@@ -40,16 +40,17 @@ export const parseReset = (value: string | undefined): Duration.Duration | undef
   value === undefined ? undefined : toDuration(parseResetMillis(value))
 
 /**
- * `retry-after-ms` (milliseconds) wins over `retry-after` (seconds, or an HTTP date relative to `now`).
+ * A wait in milliseconds (`retry-after-ms`, or Azure's `x-ms-retry-after-ms`; the first well-formed of those given)
+ * wins over `retry-after` (seconds, or an HTTP date relative to `now`).
  */
 export const parseRetryAfter = (
-  retryAfterMs: string | undefined,
+  retryAfterMs: string | undefined | ReadonlyArray<string | undefined>,
   retryAfter: string | undefined,
   now: number
 ): Duration.Duration | undefined => {
-  if (retryAfterMs !== undefined) {
-    const text = retryAfterMs.trim()
-    if (/^\d+(?:\.\d+)?$/.test(text)) return capped(Number(text))
+  for (const value of typeof retryAfterMs === "object" ? retryAfterMs : [retryAfterMs]) {
+    const text = value?.trim()
+    if (text !== undefined && /^\d+(?:\.\d+)?$/.test(text)) return capped(Number(text))
   }
   if (retryAfter === undefined) return undefined
   const seconds = parseSecondsMillis(retryAfter)
@@ -72,7 +73,11 @@ export const parseRateLimitInfo = (headers: HeaderSource, now: number): RateLimi
     remainingTokens: parseCount(get(headers, "x-ratelimit-remaining-tokens")),
     resetRequests: parseReset(get(headers, "x-ratelimit-reset-requests")),
     resetTokens: parseReset(get(headers, "x-ratelimit-reset-tokens")),
-    retryAfter: parseRetryAfter(get(headers, "retry-after-ms"), get(headers, "retry-after"), now)
+    retryAfter: parseRetryAfter(
+      [get(headers, "retry-after-ms"), get(headers, "x-ms-retry-after-ms")],
+      get(headers, "retry-after"),
+      now
+    )
   }
   const present: Record<string, unknown> = {}
   for (const key in fields) {

@@ -48,7 +48,7 @@ export class RateLimitInfo extends Schema.Class<RateLimitInfo>("RateLimitInfo")(
   resetRequests: Schema.optional(Schema.DurationFromSelf),
   /** `x-ratelimit-reset-tokens`: time until the token budget resets. */
   resetTokens: Schema.optional(Schema.DurationFromSelf),
-  /** `retry-after-ms` or `retry-after` (seconds or an HTTP date), as a duration from `observedAt`. */
+  /** `retry-after-ms` (or Azure's `x-ms-retry-after-ms`) or `retry-after` (seconds or an HTTP date), from `observedAt`. */
   retryAfter: Schema.optional(Schema.DurationFromSelf),
   /** When the headers were read, in epoch milliseconds from the `Clock`. */
   observedAt: Schema.Number

@@ -244,4 +244,31 @@ describe("openai client", () => {
       )
       assert.instanceOf(invalid, OpenAI.UnprocessableEntityError)
     }).pipe(Effect.provide(emulator())))
+
+  // the service answers errors as `{"detail": "..."}`: the openai client reads only `error`, so its users see
+  // "429 status code (no body)"; ours carries the server's words in every error's message
+  it.live("a `detail` body: the openai client drops the server's words, ours keeps them", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      const key = emulator.keys[0]!.key
+      const client = new OpenAI({ apiKey: key, baseURL: emulator.baseUrl, maxRetries: 0, timeout: 10_000 })
+      const hi = { model: "text-embedding-bge-m3", input: "Hi" }
+      // the first request spends the tiny budget; every later one meets the service's budget 429
+      yield* call(() => client.embeddings.create(hi))
+      const theirs = yield* thrown(() => client.embeddings.create(hi))
+      assert.instanceOf(theirs, OpenAI.RateLimitError)
+      assert.strictEqual((theirs as OpenAI.RateLimitError).message, "429 status code (no body)")
+      const ours = yield* Effect.flip(Effect.flatMap(Embeddings.Embeddings, (embeddings) => embeddings.create(hi)))
+      assert.strictEqual(ours._tag, "QuotaExceeded")
+      assert.strictEqual(ours.message, budgetWords)
+    }).pipe(
+      Effect.provide(Testing.layerEmulator({
+        tier: "basic",
+        keys: [{ key: `gen-${"detailwords".padEnd(48, "0")}`, tier: "basic", monthlyBudget: { eur: 1e-12 } }],
+        client: { maxRetries: 0 }
+      }))
+    ))
 })
+
+const budgetWords =
+  "Your project reached its monthly budget limit. To increase your limit, please get in touch with the administrator."

@@ -164,6 +164,15 @@ describe("parseRetryAfter", () => {
     }
   })
 
+  it("reads Azure's x-ms-retry-after-ms like retry-after-ms: after it, before retry-after", () => {
+    const wait = (headers: Record<string, string>) => millis(parseRateLimitInfo(headers, now).retryAfter)
+    assert.strictEqual(wait({ "x-ms-retry-after-ms": "750", "retry-after": "20" }), 750)
+    assert.strictEqual(wait({ "retry-after-ms": "250", "x-ms-retry-after-ms": "750" }), 250)
+    assert.strictEqual(wait({ "retry-after-ms": "soon", "x-ms-retry-after-ms": "750", "retry-after": "20" }), 750)
+    assert.strictEqual(wait({ "x-ms-retry-after-ms": "later", "retry-after": "20" }), 20_000)
+    assert.strictEqual(millis(parseRetryAfter([undefined, " 40 "], undefined, now)), 40)
+  })
+
   it("retry-after-ms may carry decimals and spaces", () => {
     assert.strictEqual(millis(parseRetryAfter("1.25", "20", now)), 1.25)
     assert.strictEqual(millis(parseRetryAfter(" 1500 ", "20", now)), 1_500)
@@ -320,7 +329,8 @@ describe("header parsing properties", () => {
     "x-ratelimit-reset-requests",
     "x-ratelimit-reset-tokens",
     "retry-after",
-    "retry-after-ms"
+    "retry-after-ms",
+    "x-ms-retry-after-ms"
   ] as const
 
   it("arbitrary header values never throw and give a RateLimitInfo of sane values", () => {
