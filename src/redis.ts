@@ -44,6 +44,7 @@ import type * as IORedis from "ioredis"
 import { createHash } from "node:crypto"
 import * as Link from "./internal/redisLink.js"
 import * as Scripts from "./internal/redisScripts.js"
+import * as Spend from "./internal/spend.js"
 import * as ClientMetrics from "./layers/ClientMetrics.js"
 import * as LimiterStore from "./layers/LimiterStore.js"
 import { LimiterUnavailable } from "./schemas/Errors.js"
@@ -244,6 +245,7 @@ const onRedis = (
 ): LimiterStore.LimiterStore.Service => {
   const timeoutMs = Duration.toMillis(Duration.decode(options.timeout ?? defaultTimeout))
   const learntKey = (bucket: string) => `${tagOf(options.prefix, bucket)}:learnt`
+  const spendKey = (key: string, month: string) => `${tagOf(options.prefix, `spend:${key}`)}:${month}`
   const unavailable = (operation: string, cause: unknown) =>
     new LimiterUnavailable({
       message: `the limiter store (${options.name}) failed to ${operation}: ${
@@ -303,8 +305,36 @@ const onRedis = (
       Effect.asVoid(
         send("keep the learnt limits", () =>
           client.set(learntKey(bucket), JSON.stringify(limits), "EX", LimiterStore.learntLifetimeSeconds))
-      )
+      ),
+    addSpend: (key, month, model, spent) =>
+      Effect.asVoid(send("add the spend", () => {
+        const hash = spendKey(key, month)
+        const multi = client.multi()
+        for (const field of spendFields) multi.hincrbyfloat(hash, `${model}\u0000${field}`, spent[field])
+        return multi.expire(hash, spendLifetimeSeconds).exec()
+      })),
+    spendOf: (key, month) => Effect.map(send("read the spend", () => client.hgetall(spendKey(key, month))), spendFrom)
   }
+}
+
+/** What a key's month hash holds of each model. */
+const spendFields = ["requests", "input", "output", "cached", "cost"] as const
+
+/** A month's spend is kept 40 days: long enough for its month's reports, gone before a year's keys pile up. */
+const spendLifetimeSeconds = 40 * 24 * 3600
+
+/** A key's month hash (`<model>\u0000<field>`: a number) as tallies by model; fields of no tally are left out. */
+const spendFrom = (hash: Record<string, string>): Record<string, Spend.Tally> => {
+  const models: Record<string, Record<string, number>> = {}
+  for (const [name, value] of Object.entries(hash)) {
+    const cut = name.lastIndexOf("\u0000")
+    const field = name.slice(cut + 1)
+    const amount = Number(value)
+    if (cut < 0 || !(spendFields as ReadonlyArray<string>).includes(field) || !Number.isFinite(amount)) continue
+    const model = name.slice(0, cut)
+    models[model] = { ...models[model], [field]: amount }
+  }
+  return Object.fromEntries(Object.entries(models).map(([model, fields]) => [model, { ...Spend.empty, ...fields }]))
 }
 
 /**
@@ -431,7 +461,11 @@ const withFallback = (
       Effect.raceAll([redis.released(bucket, waiter), memory.released(bucket, waiter), outage.next(bucket, waiter)]),
     learnt: (bucket) => either(redis.learnt(bucket), memory.learnt(bucket)),
     keepLearnt: (bucket, limits) =>
-      Effect.zipRight(memory.keepLearnt(bucket, limits), either(redis.keepLearnt(bucket, limits), Effect.void))
+      Effect.zipRight(memory.keepLearnt(bucket, limits), either(redis.keepLearnt(bucket, limits), Effect.void)),
+    // in an outage, what is spent is counted in memory (and the store misses it): the meter says so with the rest
+    addSpend: (key, month, model, spent) =>
+      either(redis.addSpend(key, month, model, spent), memory.addSpend(key, month, model, spent)),
+    spendOf: (key, month) => either(redis.spendOf(key, month), memory.spendOf(key, month))
   }
   return { store, lost: outage.lost }
 }

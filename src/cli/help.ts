@@ -35,7 +35,10 @@ const environment = `ENVIRONMENT
                            time limits (default 10m, 10s, 10m, 30m, 2m)
   AIFS_LIMITER_REDIS_URL, AIFS_LIMITER_REDIS_PREFIX, AIFS_LIMITER_WINDOW
                            a Redis shared by the processes of one key, its key prefix (aifs), the window (1m)
-  AIFS_CACHE_DIR           where limits learnt without Redis are kept (default ~/.cache/effect-aifs; empty: not kept)
+  AIFS_CACHE_DIR           where limits learnt and spend are kept without Redis (default ~/.cache/effect-aifs;
+                           empty: not kept)
+  AIFS_BUDGET              the most the key may spend a calendar month, in EUR: a warning at 80%, and from 100%
+                           requests fail before they are sent (aifs usage shows the spend)
   AIFS_GATEWAY_URL, AIFS_GATEWAY_USERNAME, AIFS_GATEWAY_PASSWORD
                            the retrieval gateway (rag); unset: the emulator's gateway
   AIFS_GATEWAY_QUERY_PIPELINE, AIFS_GATEWAY_MAX_RETRIES, AIFS_GATEWAY_TIMEOUT, AIFS_GATEWAY_CONNECT_TIMEOUT,

@@ -32,6 +32,7 @@ import { emulatorModule } from "./lazy.js"
 import { limitsCommand } from "./limits.js"
 import { UsageError } from "./output.js"
 import { ragCommand } from "./rag.js"
+import { usageCommand } from "./usage.js"
 import { vsCommand } from "./vs.js"
 
 const write = (text: string) => Effect.sync(() => process.stdout.write(text))
@@ -227,6 +228,7 @@ const aifs = Command.make("aifs").pipe(
     batchCommand,
     emulatorCommand,
     limitsCommand,
+    usageCommand,
     ragCommand,
     filesCommand,
     audioCommand,

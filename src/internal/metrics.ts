@@ -67,3 +67,9 @@ export const limiterWait = Metric.histogram(
   MetricBoundaries.fromIterable([0, 0.01, 0.04, 0.16, 0.64, 2.56, 10.24, 40.96, 163.84]),
   "Time waited in the client's rate limiter (s)"
 )
+
+/** What answered requests cost (usage times the key's plan's prices, or those configured), by model and currency. */
+export const spend = Metric.counter("aifs.spend", {
+  description: "What the inference client's answered requests cost, by the prices of the key's plan",
+  incremental: true
+})

@@ -48,6 +48,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Store from "../internal/limiter/store.js"
 import * as SlidingWindowLog from "../internal/slidingWindow.js"
+import * as Spend from "../internal/spend.js"
 
 /**
  * An amount of each budget: requests, input tokens, output tokens, and combined tokens (input and output together,
@@ -270,6 +271,8 @@ const dropLate = (waiters: Array<Waiter>, now: number): void => {
 interface Memory {
   readonly buckets: Map<string, Bucket>
   readonly learnt: Map<string, LearntLimits>
+  /** By key and month (`key\u0000YYYY-MM`), what each model cost. */
+  readonly spend: Map<string, Record<string, Spend.Tally>>
   nextId: number
 }
 
@@ -397,7 +400,7 @@ const restampNowIn = (memory: Memory): LimiterStore.RestampNow => (name, id, win
  * @category constructors
  */
 export const makeMemory = (): LimiterStore.Infallible => {
-  const memory: Memory = { buckets: new Map(), learnt: new Map(), nextId: 0 }
+  const memory: Memory = { buckets: new Map(), learnt: new Map(), spend: new Map(), nextId: 0 }
   /** Runs `f` on the bucket, pruned, at the clock's now. */
   const at = <A>(name: string, windowMs: number, f: (bucket: Bucket, now: number) => A): Effect.Effect<A> =>
     Effect.clockWith((clock) =>
@@ -460,7 +463,14 @@ export const makeMemory = (): LimiterStore.Infallible => {
         )
       }),
     learnt: (name) => Effect.sync(() => memory.learnt.get(name)),
-    keepLearnt: (name, limits) => Effect.sync(() => void memory.learnt.set(name, limits))
+    keepLearnt: (name, limits) => Effect.sync(() => void memory.learnt.set(name, limits)),
+    addSpend: (key, month, model, spent) =>
+      Effect.sync(() => {
+        const models = memory.spend.get(`${key}\u0000${month}`) ?? {}
+        models[model] = Spend.add(models[model] ?? Spend.empty, spent)
+        memory.spend.set(`${key}\u0000${month}`, models)
+      }),
+    spendOf: (key, month) => Effect.sync(() => ({ ...memory.spend.get(`${key}\u0000${month}`) }))
   }
 }
 
@@ -508,13 +518,15 @@ interface Cache {
   readonly files: Map<string, CacheFile["models"]>
   readonly writing: Effect.Semaphore
   readonly warned: Set<string>
+  /** The spend files (by key and month) read into memory. */
+  readonly spendRead: Set<string>
 }
 
-const warnOnce = (cache: Cache, file: string, what: string) =>
+const warnOnce = (cache: Cache, file: string, what: string, topic = "learnt limits") =>
   Effect.suspend(() => {
     if (cache.warned.has(file)) return Effect.void
     cache.warned.add(file)
-    return Effect.logWarning(`aifs: learnt limits: ${what}`)
+    return Effect.logWarning(`aifs: ${topic}: ${what}`)
   })
 
 /** The bucket's model, and its key's file (named by the key's fingerprint). */
@@ -592,6 +604,58 @@ const keepIn = (cache: Cache, bucket: string, limits: LearntLimits) =>
     )
   })
 
+/** One answered request's spend, as a line of a key's month file. */
+const SpendLine = Schema.parseJson(Schema.Struct({
+  model: Schema.String,
+  requests: Schema.Number,
+  input: Schema.Number,
+  output: Schema.Number,
+  cached: Schema.Number,
+  cost: Schema.Number
+}))
+
+/** The key's spend file of the month (named by the key's fingerprint, never the key). */
+const spendFile = (cache: Cache, key: string, month: string) =>
+  cache.path.join(cache.directory, `spend-${key.replace(/[^A-Za-z0-9_-]/g, "")}-${month}.jsonl`)
+
+/** The key's month file added into memory, once (missing: nothing spent; a line that is no spend is skipped). */
+const readSpend = (cache: Cache, key: string, month: string): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const file = spendFile(cache, key, month)
+    if (cache.spendRead.has(file)) return Effect.void
+    cache.spendRead.add(file)
+    return cache.fs.readFileString(file).pipe(
+      Effect.flatMap((text) =>
+        Effect.forEach(text.split("\n").filter((line) => line.trim() !== ""), (line) =>
+          Schema.decode(SpendLine)(line).pipe(
+            Effect.flatMap(({ model, ...spent }) =>
+              cache.memory.addSpend(key, month, model, spent)
+            ),
+            Effect.catchAll(() => warnOnce(cache, file, `skipping a line of ${file} that is no spend`, "spend"))
+          ), { discard: true })
+      ),
+      Effect.catchAll((error) =>
+        error._tag === "SystemError" && error.reason === "NotFound"
+          ? Effect.void
+          : warnOnce(cache, file, `cannot read ${file}: ${error.message}`, "spend")
+      )
+    )
+  })
+
+/** Adds a request's spend in memory and as a line appended to the key's month file (a failure costs one warning). */
+const addSpendIn = (cache: Cache, key: string, month: string, model: string, spent: Spend.Tally) =>
+  Effect.gen(function*() {
+    yield* readSpend(cache, key, month)
+    yield* cache.memory.addSpend(key, month, model, spent)
+    const file = spendFile(cache, key, month)
+    yield* cache.fs.makeDirectory(cache.directory, { recursive: true }).pipe(
+      Effect.zipRight(cache.fs.writeFileString(file, `${JSON.stringify({ model, ...spent })}\n`, { flag: "a" })),
+      Effect.catchAll((error) =>
+        warnOnce(cache, `${file} (write)`, `cannot keep it in ${file}: ${error.message}`, "spend")
+      )
+    )
+  })
+
 /**
  * The memory store, with the limits it learns kept in a small file per key in `directory` (`limits-<fingerprint>.json`,
  * named by the key's fingerprint, never the key), so that the next run starts from them. Limits older than the
@@ -627,12 +691,15 @@ export const layerMemoryCached = (
         memory: makeMemory(),
         files: new Map(),
         writing: yield* Effect.makeSemaphore(1),
-        warned: new Set()
+        warned: new Set(),
+        spendRead: new Set()
       }
       return {
         ...cache.memory,
         learnt: (bucket) => learntIn(cache, bucket),
-        keepLearnt: (bucket, limits) => keepIn(cache, bucket, limits)
+        keepLearnt: (bucket, limits) => keepIn(cache, bucket, limits),
+        addSpend: (key, month, model, spent) => addSpendIn(cache, key, month, model, spent),
+        spendOf: (key, month) => Effect.zipRight(readSpend(cache, key, month), cache.memory.spendOf(key, month))
       } satisfies LimiterStore.Infallible
     })
   )

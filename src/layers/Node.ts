@@ -138,7 +138,8 @@ const withClientConfig = <E, R>(
  * and tokens per window, `*` for every model without its own), `AIFS_LIMITER_REDIS_URL` (a Redis server shared by every process on the key; unset or
  * empty: this process's memory), `AIFS_LIMITER_REDIS_PREFIX` (default `aifs`), `AIFS_LIMITER_WINDOW` (the
  * server's window, default a minute) and `AIFS_CACHE_DIR` (where limits learnt without Redis are kept between runs,
- * with `AIFS_TIER=auto`: default `$XDG_CACHE_HOME/effect-aifs`, else `~/.cache/effect-aifs`; empty: not kept).
+ * with `AIFS_TIER=auto`: default `$XDG_CACHE_HOME/effect-aifs`, else `~/.cache/effect-aifs`; empty: not kept), and
+ * `AIFS_BUDGET` (the most the key may spend a calendar month, in EUR: a warning at 80%, `BudgetExceeded` from 100%).
  *
  * @since 0.2.0
  * @category config
@@ -154,6 +155,11 @@ export const limiterFromEnv = Config.all({
   ),
   redisPrefix: Config.string("AIFS_LIMITER_REDIS_PREFIX").pipe(Config.withDefault("aifs")),
   window: Config.option(ClientConfig.positiveDuration("AIFS_LIMITER_WINDOW")),
+  budget: Config.option(
+    Config.number("AIFS_BUDGET").pipe(
+      Config.validate({ message: "Expected an amount of EUR a month, 0 or more", validation: (n) => n >= 0 })
+    )
+  ),
   cacheDir: Config.option(Config.string("AIFS_CACHE_DIR")).pipe(
     Config.zipWith(
       Config.option(Config.string("XDG_CACHE_HOME")),
@@ -211,6 +217,7 @@ const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.Confi
     if (options.rateLimiter === false) return withClientConfig(clientConfigFromEnv, options)
     const rateLimiter = {
       ...Option.match(env.window, { onNone: () => ({}), onSome: (window) => ({ window }) }),
+      ...Option.match(env.budget, { onNone: () => ({}), onSome: (budget) => ({ budget }) }),
       ...options.rateLimiter,
       // AIFS_LIMITS, under the limits given in code
       limits: { ...Option.getOrUndefined(env.limits), ...options.rateLimiter?.limits }
@@ -259,7 +266,7 @@ const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.Confi
  * })
  *
  * Effect.runPromise(main.pipe(Effect.provide(Emulator.layer()))).then(console.log)
- * // => 19 models
+ * // => 38 models
  * ```
  *
  * @since 0.1.0

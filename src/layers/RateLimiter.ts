@@ -34,6 +34,7 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -44,6 +45,7 @@ import * as Service from "../internal/limiter/service.js"
 import type * as Types from "../internal/limiter/types.js"
 import type * as LimitsSpec from "../internal/limitsSpec.js"
 import * as Plans from "../internal/plans.js"
+import * as Spend from "../internal/spend.js"
 import { ClientConfig, type Plan } from "./ClientConfig.js"
 import { layerMemory, LimiterStore } from "./LimiterStore.js"
 import * as TokenEstimator from "./TokenEstimator.js"
@@ -125,6 +127,31 @@ export type Restore = Types.Restore
  * @category models
  */
 export type Refusal = Types.Refusal
+
+/**
+ * What a key spent in a calendar month, by model, with its budget (`RateLimiter.Service.spending`).
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export type Spending = Types.Spending
+
+/**
+ * Prices per million tokens of a model (`Options.prices`): input, output, and cached input where it differs.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export type Prices = Spend.Prices
+
+/**
+ * What answered requests used and cost: requests, input tokens (cached ones included), output tokens, cached input
+ * tokens, and the cost in the plans' currency.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export type SpendTally = Spend.Tally
 
 /**
  * A model's preset on a plan, from the plan's table: its requests, input and output tokens a minute, `"shared"` for a
@@ -270,6 +297,15 @@ export const layerDisabled: Layer.Layer<RateLimiter> = Layer.succeed(RateLimiter
   acquire: () => Effect.succeed(noPermit),
   acquireWith: (_, then) => Effect.uninterruptibleMask((restore) => then(Exit.succeed(noPermit), restore)),
   spent: () => Effect.void,
+  spending: () =>
+    Effect.map(Clock.currentTimeMillis, (now) => ({
+      month: Spend.monthOf(now),
+      models: {},
+      total: Spend.empty,
+      budget: undefined,
+      currency: Spend.currency,
+      unpriced: []
+    })),
   wouldWait: () => Effect.succeed(false),
   learn: () => Effect.void,
   learnModels: () => Effect.void,

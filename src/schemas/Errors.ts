@@ -407,6 +407,55 @@ export class LimiterUnavailable extends Schema.TaggedError<LimiterUnavailable>()
 }
 
 /**
+ * The monthly budget set for the client (`AIFS_BUDGET`, or `budget` in the limiter's options) is spent, or the
+ * request would cross it (its estimate counts its prompt and its whole `max_tokens`): it was never sent. Not retried;
+ * the next calendar month (UTC) starts again. The service's own budget refusal is `QuotaExceeded`.
+ *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   chat.create({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }], max_tokens: 100 })
+ * ).pipe(
+ *   Effect.map((answer) => answer.text),
+ *   Effect.catchTag("BudgetExceeded", (error) => Effect.succeed(`not sent: ${error.message}`))
+ * )
+ *
+ * // a budget of a hundred-thousandth of a euro: less than one request costs
+ * const client = Testing.layerEmulator({ tier: "basic", rateLimiter: { budget: 0.00001 } })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(client))).then(console.log)
+ * // => not sent: Llama-3.3-70B-Instruct: this request (about 0.00038 EUR) would cross the monthly budget of 0.000010 EUR (0.00 EUR spent)
+ * ```
+ *
+ * @since 0.5.0
+ * @category errors
+ */
+export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("BudgetExceeded", {
+  /** The budget, the spend and the request's estimate in words. */
+  message: Schema.String,
+  /** The budget a calendar month, in `currency`. */
+  budget: Schema.Number,
+  /** What the key spent this month (with what its requests in flight are estimated to cost), in `currency`. */
+  spent: Schema.Number,
+  /** What the refused request was estimated to cost, in `currency`. */
+  estimate: Schema.Number,
+  /** The currency of the plans' prices. */
+  currency: Schema.String,
+  /** The request's model. */
+  model: Schema.optional(Schema.String),
+  /** The request held back, as `METHOD /path`. */
+  endpoint: Schema.optional(Schema.String)
+}) {
+  /** Never retried: the budget starts again next month. */
+  get isRetryable(): boolean {
+    return false
+  }
+}
+
+/**
  * 5xx: the server or a proxy failed; 503 means the model is temporarily unavailable.
  *
  * @example
@@ -639,6 +688,7 @@ export type ApiError =
   | UnprocessableEntity
   | RateLimited
   | QuotaExceeded
+  | BudgetExceeded
   | RequestTooLarge
   | LimiterUnavailable
   | ServerError
@@ -662,6 +712,7 @@ export const ApiError: Schema.Union<[
   typeof UnprocessableEntity,
   typeof RateLimited,
   typeof QuotaExceeded,
+  typeof BudgetExceeded,
   typeof RequestTooLarge,
   typeof LimiterUnavailable,
   typeof ServerError,
@@ -678,6 +729,7 @@ export const ApiError: Schema.Union<[
   UnprocessableEntity,
   RateLimited,
   QuotaExceeded,
+  BudgetExceeded,
   RequestTooLarge,
   LimiterUnavailable,
   ServerError,

@@ -55,12 +55,13 @@ export const limiterOn = (
 
 /**
  * The refusal of an `acquire` on a store that cannot be unavailable (the memory store) and a key whose budget is not
- * spent: a `RequestTooLarge` (any other refusal is a defect of the test).
+ * spent, with no budget of the client's: a `RequestTooLarge` (any other refusal is a defect of the test).
  */
 export const refusal = <A, R>(
   effect: Effect.Effect<A, RateLimiter.Refusal, R>
 ): Effect.Effect<RequestTooLarge, A, R> =>
   Effect.flip(Effect.catchTags(effect, {
     LimiterUnavailable: (error) => Effect.die(error),
-    QuotaExceeded: (error) => Effect.die(error)
+    QuotaExceeded: (error) => Effect.die(error),
+    BudgetExceeded: (error) => Effect.die(error)
   }))

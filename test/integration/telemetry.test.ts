@@ -10,6 +10,7 @@ import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@o
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Emulator from "../../src/emulator/Emulator.js"
+import * as Plans from "../../src/internal/plans.js"
 import * as Testing from "../../src/layers/Testing.js"
 import * as Chat from "../../src/services/Chat.js"
 import * as Embeddings from "../../src/services/Embeddings.js"
@@ -190,6 +191,27 @@ describe("OpenTelemetry GenAI spans and metrics, through @effect/opentelemetry",
         )
         assert.notProperty(ok?.attributes ?? {}, "error.type")
         assert.isAbove(points(result, "aifs.limiter.wait").length, 0)
+      }))
+
+    it.effect("spend: a call's cost at its plan's prices on its span (aifs.spend), and the aifs.spend metric", () =>
+      Effect.gen(function*() {
+        spans.reset()
+        const before = yield* Effect.promise(() => reader.collect())
+        const spentBefore = points(before, "aifs.spend").find((p) => p.attributes.model === "Qwen3-30B-A3B-FP8")
+        assert.isUndefined(spentBefore, "nothing spent on the model yet")
+        const chat = yield* Chat.Chat
+        const answer = yield* chat.create(ask("Qwen3-30B-A3B-FP8", "What does this cost?"))
+        // the client's tier, standard4000: its table's prices for the model, EUR a million tokens
+        const prices = Plans.pricesOf("standard4000", "Qwen3-30B-A3B-FP8")!
+        const usage = answer.usage!
+        const cost = (usage.prompt_tokens * prices.input + usage.completion_tokens! * prices.output) / 1_000_000
+        const span = named(spans, "chat Qwen3-30B-A3B-FP8")
+        assert.closeTo(span.attributes["aifs.spend"] as number, cost, 1e-12)
+        assert.strictEqual(span.attributes["aifs.spend.currency"], "EUR")
+        const after = yield* Effect.promise(() => reader.collect())
+        const spent = points(after, "aifs.spend").find((p) => p.attributes.model === "Qwen3-30B-A3B-FP8")
+        assert.strictEqual(spent?.attributes.currency, "EUR")
+        assert.closeTo(spent?.value as number, cost, 1e-12)
       }))
   })
 })

@@ -57,11 +57,15 @@ const note = ({ display, tally }: Run) => (step: Plan.Step): Effect.Effect<Optio
     }
   })
 
+/** The refusals of a spent budget: the service's (`QuotaExceeded`) and the client's own (`AIFS_BUDGET`). */
+const budgetSpent = new Set(["QuotaExceeded", "BudgetExceeded"])
+
 /** Whether a result is written: not a refusal for the spent budget, which stops the run instead. */
 const unlessSpent = ({ flights, tally }: Run) => (line: Batch.ResultLine): Effect.Effect<boolean> =>
   Effect.suspend(() => {
-    if (line.error?.code !== "QuotaExceeded") return Effect.succeed(true)
-    tally.spent ??= line.error.message
+    const error = line.error
+    if (error === null || !budgetSpent.has(error.code)) return Effect.succeed(true)
+    tally.spent ??= error.message
     return Effect.as(flights.stop, false)
   })
 

@@ -15,6 +15,7 @@ import * as Admission from "./admission.js"
 import * as Bucket from "./bucket.js"
 import * as Core from "./core.js"
 import * as Headers from "./headers.js"
+import * as Meter from "./meter.js"
 import * as Permits from "./permits.js"
 import type { Store } from "./store.js"
 import type { BucketState, Options, Service, Ticket } from "./types.js"
@@ -79,8 +80,17 @@ export const make = (
       return bucket
     }
     const costOf = (ticket: Ticket) => Budgets.cost(ticket.input ?? 0, ticket.output ?? 0)
+    const meter = Meter.make(options, store)
+    // the budget's admission first (a refusal costs no place in line), then the line's; the permit is metered
     const acquireWith: Service["acquireWith"] = (ticket, then) =>
-      Admission.acquireWith(core, bucketOf(ticket.key, ticket.model), costOf(ticket), then)
+      Effect.matchEffect(Meter.admit(meter, ticket), {
+        onFailure: (refusal) => Effect.uninterruptibleMask((restore) => then(Exit.fail(refusal), restore)),
+        onSuccess: (estimate) =>
+          Admission.acquireWith(core, bucketOf(ticket.key, ticket.model), costOf(ticket), (acquired, restore) =>
+            Exit.isSuccess(acquired)
+              ? then(Exit.succeed(Meter.metered(meter, ticket, estimate, acquired.value)), restore)
+              : Effect.zipRight(Meter.unadmitted(meter, ticket.key, estimate), then(acquired, restore)))
+      })
     const states = Effect.clockWith((clock) =>
       Effect.sync(() =>
         [...core.buckets.values()].map((bucket) => Core.stateOf(core, bucket, clock.unsafeCurrentTimeMillis()))
@@ -95,6 +105,7 @@ export const make = (
         }),
       acquireWith,
       spent: (key, error) => Permits.stopKey(core, key, error),
+      spending: (key) => Meter.spending(meter, key),
       wouldWait: (ticket) => Admission.wouldWait(core, bucketOf(ticket.key, ticket.model), costOf(ticket)),
       // an answer with no limits teaches nothing (the bucket is known from then on): the common case, in a step
       learn: (key, model, info) =>

@@ -58,9 +58,18 @@ const count = (record: Record<string, unknown>, field: string): number | undefin
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined
 }
 
+/** The cached input tokens of a usage's details (`prompt_tokens_details`, or the Responses API's `input_tokens_details`). */
+const cachedOf = (fields: Record<string, unknown>): number | undefined => {
+  const details = fields.prompt_tokens_details ?? fields.input_tokens_details
+  return typeof details === "object" && details !== null
+    ? count(details as Record<string, unknown>, "cached_tokens")
+    : undefined
+}
+
 /**
  * The usage a decoded body or chunk reports, if it reports one: `prompt_tokens` in (else `input_tokens`, as the
- * Responses API says), `completion_tokens` out (else `output_tokens`, else what the total leaves).
+ * Responses API says), `completion_tokens` out (else `output_tokens`, else what the total leaves), and of the input
+ * the tokens read from the prompt cache where reported.
  */
 export const usageOf = (value: unknown): Usage | undefined => {
   if (typeof value !== "object" || value === null || !("usage" in value)) return undefined
@@ -73,7 +82,10 @@ export const usageOf = (value: unknown): Usage | undefined => {
     (total !== undefined && input !== undefined ? Math.max(0, total - input) : undefined)
   if (input === undefined && output === undefined) return undefined
   if ((input ?? 0) + (output ?? 0) === 0) return undefined
-  return { input: input ?? 0, output: output ?? 0 }
+  const cached = cachedOf(fields)
+  return cached === undefined
+    ? { input: input ?? 0, output: output ?? 0 }
+    : { input: input ?? 0, output: output ?? 0, cached }
 }
 
 /**

@@ -6,6 +6,7 @@
 import type * as Effect from "effect/Effect"
 import type { LimiterUnavailable } from "../../schemas/Errors.js"
 import type { Amounts } from "../budgets.js"
+import type { Tally } from "../spend.js"
 
 /**
  * An amount of each budget: requests, input tokens, output tokens, and combined tokens (input and output together,
@@ -143,6 +144,15 @@ export interface Store {
   readonly learnt: (bucket: string) => Effect.Effect<LearntLimits | undefined, LimiterUnavailable>
   /** Keeps the limits learnt for the bucket, for every process on the store and the next run. */
   readonly keepLearnt: (bucket: string, limits: LearntLimits) => Effect.Effect<void, LimiterUnavailable>
+  /** Adds what a key (its fingerprint) spent on a model in a month (`YYYY-MM`), for every process and the next run. */
+  readonly addSpend: (
+    key: string,
+    month: string,
+    model: string,
+    spent: Tally
+  ) => Effect.Effect<void, LimiterUnavailable>
+  /** What the key spent in the month, by model (by every process on the store, and earlier runs). */
+  readonly spendOf: (key: string, month: string) => Effect.Effect<Readonly<Record<string, Tally>>, LimiterUnavailable>
 }
 
 /**

@@ -7,12 +7,19 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import type * as Stream from "effect/Stream"
-import type { ApiError, LimiterUnavailable, QuotaExceeded, RequestTooLarge } from "../../schemas/Errors.js"
+import type {
+  ApiError,
+  BudgetExceeded,
+  LimiterUnavailable,
+  QuotaExceeded,
+  RequestTooLarge
+} from "../../schemas/Errors.js"
 import type { ModelList } from "../../schemas/Models.js"
 import type { RateLimitInfo } from "../../schemas/RateLimit.js"
 import type { Amounts, Dimension, Source } from "../budgets.js"
 import type { Quota } from "../limitsSpec.js"
 import type { Plan } from "../plans.js"
+import type { Prices, Tally } from "../spend.js"
 
 /** Makes an effect interruptible again inside an uninterruptible region. */
 export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -43,6 +50,8 @@ export type Outcome = "unsent" | "succeeded" | "failed" | "unanswered" | "thrott
 export interface Usage {
   readonly input: number
   readonly output: number
+  /** Of `input`, the tokens read from the prompt cache, where reported. */
+  readonly cached?: number | undefined
 }
 
 /** A reservation made for one request. */
@@ -99,7 +108,7 @@ export interface BucketState {
 }
 
 /** Why a request was not admitted: it can never fit, the store cannot answer, or the key's budget is spent. */
-export type Refusal = RequestTooLarge | LimiterUnavailable | QuotaExceeded
+export type Refusal = RequestTooLarge | LimiterUnavailable | QuotaExceeded | BudgetExceeded
 
 /** Settings of the limiter. */
 export interface Options {
@@ -122,6 +131,25 @@ export interface Options {
   readonly maxOutputTokens?: Readonly<Record<string, number>> | undefined
   /** When a budget is exhausted, send to the queue endpoint instead of waiting (default false). */
   readonly queueRouting?: boolean | undefined
+  /**
+   * The most the key may spend a calendar month (UTC), in the plans' currency (EUR): a warning at 80%, and from 100%
+   * (or for a request whose estimate would cross it) requests fail with `BudgetExceeded` before they are sent.
+   */
+  readonly budget?: number | undefined
+  /** Prices per million tokens by model, over the plan's table (for a model it lacks, or a contract of your own). */
+  readonly prices?: Readonly<Record<string, Prices>> | undefined
+}
+
+/** What a key spent in a month, by model, and its budget. */
+export interface Spending {
+  /** The calendar month, `YYYY-MM` (UTC). */
+  readonly month: string
+  readonly models: Readonly<Record<string, Tally>>
+  readonly total: Tally
+  readonly budget: number | undefined
+  readonly currency: string
+  /** Models answered with usage but priced nowhere (not in the plan's table, no configured price). */
+  readonly unpriced: ReadonlyArray<string>
 }
 
 /** What the limiter provides. */
@@ -154,6 +182,8 @@ export interface Service {
   readonly spent: (key: string, error: QuotaExceeded) => Effect.Effect<void>
   /** Learns each model's `max_output_length` from the catalogue, for requests without an output cap. */
   readonly learnModels: (models: ModelList) => Effect.Effect<void>
+  /** What the key (its fingerprint) spent this month, as the store keeps it for every process and run. */
+  readonly spending: (key: string) => Effect.Effect<Spending>
   /** The state of every bucket now. */
   readonly snapshot: Effect.Effect<ReadonlyArray<BucketState>>
   /** The state of every bucket, after each change. */
