@@ -6,6 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import type * as NodeModule from "../src/layers/Node.js"
+import type * as OtelModule from "../src/otel.js"
 import type * as ChatModule from "../src/services/Chat.js"
 
 /** One target of the issue and whether this run met it. */
@@ -63,11 +64,13 @@ export const published = async (checkout?: string) => {
     ? new URL("..", import.meta.url)
     : new URL(`file://${checkout.replace(/\/?$/, "/")}`)
   const load = <M>(path: string) => import(new URL(`dist/esm/${path}`, root).href) as Promise<M>
-  const [Node, Chat] = await Promise.all([
+  const [Node, Chat, AifsOtel] = await Promise.all([
     load<typeof NodeModule>("layers/Node.js"),
-    load<typeof ChatModule>("services/Chat.js")
+    load<typeof ChatModule>("services/Chat.js"),
+    // a baseline checkout may predate `effect-aifs/otel`: only this one's is measured
+    checkout === undefined ? load<typeof OtelModule>("otel.js") : undefined
   ])
-  return { Node, Chat }
+  return { Node, Chat, AifsOtel }
 }
 
 /** Whether the process runs with `--expose-gc` (as `npm run bench` does), so that `collect` collects. */

@@ -3,6 +3,7 @@
  * for this client (no limiter, no retries), the `openai` client, and raw `undici.request`.
  */
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import type * as Resource from "@effect/opentelemetry/Resource"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -92,8 +93,11 @@ const measureEffect = (send: Effect.Effect<unknown, unknown>, count: number, wid
     return { rps: (count * 1000) / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
   })
 
+/** The tracers of the traced rows: `@effect/opentelemetry`'s bridge, or `effect-aifs/otel`'s. */
+type Traced = "NodeSdk" | "effect-aifs/otel"
+
 export const run = async (): Promise<Report> => {
-  const { Chat, Node } = await published()
+  const { AifsOtel, Chat, Node } = await published()
   const baseline = baselineCheckout === undefined ? undefined : await published(baselineCheckout)
   const server = await listen((request, response) => {
     drain(request, () => {
@@ -139,17 +143,22 @@ export const run = async (): Promise<Report> => {
     // tracing on: the OpenTelemetry SDK for Effect, every span batched to an exporter that drops them (what an
     // app exporting traces pays in this process, without the collector's network)
     const dropping: SpanExporter = { export: (_, done) => done({ code: 0 }), shutdown: () => Promise.resolve() }
-    const tracing = NodeSdk.layer(() => ({
+    // the same through `effect-aifs/otel`'s tracer (no hook around every step, arrays as arrays)
+    const configuration = () => ({
       resource: { serviceName: "bench" },
       spanProcessor: new BatchSpanProcessor(dropping)
-    }))
+    })
+    const tracers: Record<Traced, Layer.Layer<Resource.Resource>> = {
+      NodeSdk: NodeSdk.layer(configuration),
+      "effect-aifs/otel": AifsOtel!.layer(configuration)
+    }
     const ourRow = (
-      options: Omit<Parameters<typeof Node.layer>[0], "apiKey" | "baseUrl"> & { traced?: boolean },
+      options: Omit<Parameters<typeof Node.layer>[0], "apiKey" | "baseUrl"> & { traced?: Traced },
       modules: { readonly Chat: typeof Chat; readonly Node: typeof Node } = { Chat, Node }
     ) => {
       const { traced, ...rest } = options
       const client = modules.Node.layer({ apiKey, baseUrl, ...rest })
-      const layer = traced === true ? Layer.provideMerge(client, tracing) : client
+      const layer = traced === undefined ? client : Layer.provideMerge(client, tracers[traced])
       return Effect.gen(function*() {
         const chat = yield* modules.Chat.Chat
         const send = chat.create(params)
@@ -166,7 +175,11 @@ export const run = async (): Promise<Report> => {
       },
       "effect-aifs (defaults, OpenTelemetry)": {
         rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
-        traced: true
+        traced: "NodeSdk"
+      },
+      "effect-aifs (defaults, effect-aifs/otel)": {
+        rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
+        traced: "effect-aifs/otel"
       }
     } as const
     // the stack this client is built on, alone: @effect/platform's HttpClient over undici, the JSON parsed, nothing
@@ -207,20 +220,22 @@ export const run = async (): Promise<Report> => {
             profiled(`${name}, sequential`, () => Effect.runPromise(measureEffect(send, sequentialCount, 1)))
           )
         })
-        const { traced, ...rest } = options as typeof options & { traced?: boolean }
+        const { traced, ...rest } = options as typeof options & { traced?: Traced }
         const client = Node.layer({ apiKey, baseUrl, ...rest })
         await Effect.runPromise(
-          loop.pipe(Effect.provide(traced === true ? Layer.provideMerge(client, tracing) : client))
+          loop.pipe(Effect.provide(traced === undefined ? client : Layer.provideMerge(client, tracers[traced])))
         )
       }
       console.log("\n-- Effect steps and fibers per request (one at a time, 200 requests) --")
       console.log(textTable(["client", "steps", "fibers"], steps))
       // what tracing costs per step: `@effect/opentelemetry`'s tracer wraps every step inside a span in its hook
-      const cost = await stepCost(tracing)
+      const cost = await stepCost(tracers.NodeSdk)
+      const ours = await stepCost(tracers["effect-aifs/otel"])
       console.log("\n-- one Effect step inside a span, µs (200,000 steps, median of 7) --")
       console.log(textTable(["tracer", "µs per step"], [
         ["Effect's own", fixed(cost.native, 3)],
-        ["`NodeSdk.layer` (the traced row's)", fixed(cost.traced, 3)]
+        ["`NodeSdk.layer` (the traced row's)", fixed(cost.traced, 3)],
+        ["`effect-aifs/otel`'s `layer`", fixed(ours.traced, 3)]
       ]))
     }
 
@@ -271,6 +286,7 @@ export const run = async (): Promise<Report> => {
     "effect-aifs",
     "effect-aifs (defaults)",
     "effect-aifs (defaults, OpenTelemetry)",
+    "effect-aifs (defaults, effect-aifs/otel)",
     ...(baseline === undefined ? [] : ["effect-aifs (baseline)", "effect-aifs (defaults, baseline)"]),
     "openai",
     "@effect/platform HttpClient",
@@ -304,6 +320,7 @@ export const run = async (): Promise<Report> => {
   const defaultsVsPlatform = ratio("effect-aifs (defaults)", "@effect/platform HttpClient")
   const tracedVsOpenai = ratio("effect-aifs (defaults, OpenTelemetry)", "openai")
   const tracedVsDefaults = ratio("effect-aifs (defaults, OpenTelemetry)", "effect-aifs (defaults)")
+  const oursVsDefaults = ratio("effect-aifs (defaults, effect-aifs/otel)", "effect-aifs (defaults)")
   const ratioRow = (
     name: string,
     r: (mode: Mode) => number
@@ -317,6 +334,7 @@ export const run = async (): Promise<Report> => {
       ratioRow("effect-aifs (defaults) / openai", defaultsVsOpenai),
       ratioRow("effect-aifs (defaults, OpenTelemetry) / openai", tracedVsOpenai),
       ratioRow("effect-aifs (defaults, OpenTelemetry) / effect-aifs (defaults)", tracedVsDefaults),
+      ratioRow("effect-aifs (defaults, effect-aifs/otel) / effect-aifs (defaults)", oursVsDefaults),
       ratioRow("effect-aifs / openai", ratio("effect-aifs", "openai")),
       ratioRow("effect-aifs / @effect/platform HttpClient", bareVsPlatform),
       ratioRow("effect-aifs (defaults) / @effect/platform HttpClient", defaultsVsPlatform),
@@ -343,6 +361,11 @@ export const run = async (): Promise<Report> => {
         } of the defaults row untraced (sequential | 64 in flight)`
       },
       {
+        target: "tracing through `effect-aifs/otel`: at least 0.95x the defaults row untraced",
+        met: atLeast(oursVsDefaults, 0.95),
+        detail: `${both(oursVsDefaults)} (sequential | 64 in flight)`
+      },
+      {
         target: "at least 0.6x the @effect/platform HttpClient alone",
         met: atLeast(bareVsPlatform, 0.6),
         detail: `bare ${both(bareVsPlatform)}, defaults ${both(defaultsVsPlatform)} (sequential | 64 in flight)`
@@ -357,7 +380,8 @@ export const run = async (): Promise<Report> => {
       `\`Node.layer({ rateLimiter: false, maxRetries: 0 })\`, defaults with \`Node.layer\`'s defaults (the ` +
       `limiter on, retries on) and the model's limits set far above the load (an unknown plan would be probed), ` +
       `and the same with \`@effect/opentelemetry\`'s \`NodeSdk\` batching every span to an exporter that drops ` +
-      `them; openai: \`maxRetries: 0\`, global \`fetch\`; raw undici: ` +
+      `them, and with \`effect-aifs/otel\`'s \`layer\` (the same configuration, its tracer in place of the ` +
+      `bridge's); openai: \`maxRetries: 0\`, global \`fetch\`; raw undici: ` +
       `\`undici.request\` + \`body.json()\` (no validation); @effect/platform HttpClient: its \`HttpClient\` over ` +
       `undici (\`NodeHttpClient.layerUndici\`, as the Node layer uses), \`response.json\`, nothing else. All in one process, server included, so the server's ` +
       `cost is in every figure alike.`,

@@ -1,0 +1,84 @@
+/**
+ * A chat call to the emulator traced through `effect-aifs/otel` into an in-memory exporter: the GenAI attributes
+ * typed as the conventions define them (finish reasons and stop sequences as string arrays), the spans in one trace
+ * under the caller's; and, beside it, what `@effect/opentelemetry`'s `NodeSdk.layer` hands the same exporter (the
+ * arrays as JSON text, as docs/observability.md says).
+ */
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import { assert, describe, layer } from "@effect/vitest"
+import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Testing from "../../src/layers/Testing.js"
+import * as AifsOtel from "../../src/otel.js"
+import * as Chat from "../../src/services/Chat.js"
+import { ask } from "../helpers/emulator.js"
+
+const SpanKindClient = 2
+
+const named = (spans: InMemorySpanExporter, name: string): ReadableSpan => {
+  const found = spans.getFinishedSpans().filter((span) => span.name === name)
+  assert.strictEqual(found.length, 1, `one span named ${name}, among ${spans.getFinishedSpans().map((s) => s.name)}`)
+  return found[0]!
+}
+
+/** A call cut short by `max_tokens` (its finish reason `length`), with a stop sequence, inside a span of the app's. */
+const tracedCall = Effect.gen(function*() {
+  const chat = yield* Chat.Chat
+  return yield* chat.create(ask("Llama-3.3-70B-Instruct", "Tell me a long story", { max_tokens: 1, stop: ["###"] }))
+}).pipe(Effect.withSpan("handle request", { kind: "server" }))
+
+const configuration = (spans: InMemorySpanExporter) => () => ({
+  resource: { serviceName: "otel-tracer-test" },
+  spanProcessor: new SimpleSpanProcessor(spans)
+})
+
+describe("effect-aifs/otel: a chat call's spans at an in-memory exporter", () => {
+  const spans = new InMemorySpanExporter()
+  const traced = Layer.provideMerge(
+    Testing.layerEmulator({ client: { maxRetries: 0 } }),
+    AifsOtel.layer(configuration(spans))
+  )
+  layer(traced)((it) => {
+    it.effect("finish reasons and stop sequences are string arrays; app, chat and HTTP spans in one trace", () =>
+      Effect.gen(function*() {
+        const answer = yield* tracedCall
+        assert.strictEqual(answer.choices[0]!.finish_reason, "length")
+        const app = named(spans, "handle request")
+        const chat = named(spans, "chat Llama-3.3-70B-Instruct")
+        assert.deepStrictEqual(chat.attributes["gen_ai.response.finish_reasons"], ["length"])
+        assert.deepStrictEqual(chat.attributes["gen_ai.request.stop_sequences"], ["###"])
+        assert.deepInclude(chat.attributes, {
+          "gen_ai.operation.name": "chat",
+          "gen_ai.request.max_tokens": 1,
+          "gen_ai.response.id": answer.id,
+          "gen_ai.usage.output_tokens": answer.usage!.completion_tokens!
+        })
+        assert.strictEqual(chat.kind, SpanKindClient)
+        assert.strictEqual(chat.parentSpanContext?.spanId, app.spanContext().spanId)
+        const http = spans.getFinishedSpans().find((s) => s.parentSpanContext?.spanId === chat.spanContext().spanId)
+        assert.strictEqual(http?.kind, SpanKindClient)
+        assert.strictEqual(http?.attributes["http.response.status_code"], 200)
+        const traces = new Set([app, chat, http!].map((span) => span.spanContext().traceId))
+        assert.strictEqual(traces.size, 1)
+      }))
+  })
+})
+
+describe("@effect/opentelemetry's NodeSdk.layer, for contrast: the same call's arrays as JSON text", () => {
+  const spans = new InMemorySpanExporter()
+  const traced = Layer.provideMerge(
+    Testing.layerEmulator({ client: { maxRetries: 0 } }),
+    NodeSdk.layer(configuration(spans))
+  )
+  layer(traced)((it) => {
+    it.effect("gen_ai.response.finish_reasons arrives as the text of the array", () =>
+      Effect.gen(function*() {
+        yield* tracedCall
+        const chat = named(spans, "chat Llama-3.3-70B-Instruct")
+        // if this ever fails, the bridge writes arrays as arrays: docs/observability.md should say so
+        assert.strictEqual(chat.attributes["gen_ai.response.finish_reasons"], "[\n  \"length\"\n]")
+        assert.strictEqual(chat.parentSpanContext?.spanId, named(spans, "handle request").spanContext().spanId)
+      }))
+  })
+})
