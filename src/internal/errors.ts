@@ -11,6 +11,7 @@ import {
   type ApiError,
   BadRequest,
   Conflict,
+  ContextLengthExceeded,
   DecodeError,
   Forbidden,
   NotFound,
@@ -135,6 +136,14 @@ export const retryAfterFromMessage = (message: string): Duration.Duration | unde
 const quotaWords = /insufficient.quota|quota|budget|billing|credit balance|payment required/i
 const rateWords = /per.minute|per.min\b|\brpm\b|\btpm\b|rate.limit/i
 
+/**
+ * A body that says the prompt does not fit the model's window: the service's "Context length exceeded", OpenAI's
+ * `context_length_exceeded` code and "maximum context length" message, vLLM's "longer than the maximum model length".
+ */
+export const isContextExceeded = (body: ErrorBody): boolean =>
+  body.code === "context_length_exceeded" ||
+  /context length exceeded|maximum context length|context window|maximum model length/i.test(body.message)
+
 /** A body that says the project's monthly budget is spent (the service's words: "reached its monthly budget limit"). */
 export const isBudgetSpent = (body: ErrorBody): boolean => /monthly budget|budget limit/i.test(body.message)
 
@@ -179,6 +188,7 @@ export const fromResponse = (response: FailedResponse): ApiError => {
   }
   // a spent budget is the key's, whatever the status it comes with
   if (status === 403 && isBudgetSpent(body)) return new QuotaExceeded(fields)
+  if (status >= 400 && status < 500 && isContextExceeded(body)) return new ContextLengthExceeded(fields)
   switch (status) {
     case 401:
       return new Unauthorized(fields)

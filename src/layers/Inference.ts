@@ -24,12 +24,13 @@
  * })
  *
  * Effect.runPromise(main.pipe(Effect.provide(Emulator.layer()))).then(console.log)
- * // => 19 models
+ * // => 15 models
  * ```
  *
  * @since 0.1.0
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Audio from "../services/Audio.js"
 import * as Chat from "../services/Chat.js"
@@ -189,7 +190,25 @@ const withLimiter = <R>(
   never,
   HttpClient.HttpClient | ClientConfig | R
 > =>
-  layer.pipe(
+  Layer.merge(layer, modelsTeachingLimiter).pipe(
     Layer.provideMerge(InferenceHttp.layer),
     Layer.provideMerge(Layer.merge(RetryPolicy.layerFromClientConfig, limiter))
+  )
+
+/**
+ * `Models`, whose listings teach the limiter each model's context window and output cap (`max_sequence_length`,
+ * `max_output_length`): a request that cannot fit its window is refused before sending from then on.
+ */
+const modelsTeachingLimiter: Layer.Layer<Models.Models, never, InferenceHttpClient | RateLimiter.RateLimiter> = Layer
+  .effect(
+    Models.Models,
+    Effect.gen(function*() {
+      const models = yield* Models.make
+      const limiter = yield* RateLimiter.RateLimiter
+      return {
+        ...models,
+        list: () => Effect.tap(models.list(), limiter.learnModels),
+        listWithResponse: () => Effect.tap(models.listWithResponse(), ({ value }) => limiter.learnModels(value))
+      }
+    })
   )

@@ -379,6 +379,51 @@ export class RequestTooLarge extends Schema.TaggedError<RequestTooLarge>()("Requ
 }
 
 /**
+ * The prompt and the output asked for cannot fit the model's context window: refused before sending when the client
+ * knows the window (the plan's table, `contextWindows` in the limiter's options, or a `/models` listing) and its
+ * estimate of the prompt plus `max_tokens` exceeds it, or answered so by the server ("context length exceeded").
+ * Never retried: shorten the prompt or lower `max_tokens`. The check is off with `contextCheck: false`.
+ *
+ * @example
+ * ```ts
+ * import { Chat, Testing } from "effect-aifs"
+ * import * as Effect from "effect/Effect"
+ *
+ * const program = Effect.flatMap(Chat.Chat, (chat) =>
+ *   chat.create({ model: "Llama-3.3-70B-Instruct", messages: [{ role: "user", content: "Hi" }], max_tokens: 9000 })
+ * ).pipe(
+ *   Effect.map((answer) => answer.text),
+ *   Effect.catchTag("ContextLengthExceeded", (error) => Effect.succeed(`${error.model}: ${error.window} tokens`))
+ * )
+ *
+ * // a window of 8,192 tokens, told to the limiter
+ * const client = Testing.layerEmulator({ rateLimiter: { contextWindows: { "Llama-3.3-70B-Instruct": 8192 } } })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(client))).then(console.log)
+ * // => Llama-3.3-70B-Instruct: 8192 tokens
+ * ```
+ *
+ * @since 0.5.0
+ * @category errors
+ */
+export class ContextLengthExceeded extends Schema.TaggedError<ContextLengthExceeded>()("ContextLengthExceeded", {
+  ...responseFields,
+  /** 400 when the server said so; absent when the client refused it before sending. */
+  status: Schema.optional(Schema.Number),
+  /** The model. */
+  model: Schema.optional(Schema.String),
+  /** The model's context window, in tokens, when known. */
+  window: Schema.optional(Schema.Number),
+  /** The client's estimate of the prompt plus the output asked for, in tokens, when it refused before sending. */
+  requested: Schema.optional(Schema.Number)
+}) {
+  /** Never retried: the same request overflows the same way. */
+  get isRetryable(): boolean {
+    return false
+  }
+}
+
+/**
  * The shared limiter store (Redis) could not be reached or answered too late, and the store was configured to
  * fail rather than fall back to the process's own memory (`onUnavailable: "fail"`). Nothing was sent.
  *
@@ -689,6 +734,7 @@ export type ApiError =
   | RateLimited
   | QuotaExceeded
   | BudgetExceeded
+  | ContextLengthExceeded
   | RequestTooLarge
   | LimiterUnavailable
   | ServerError
@@ -713,6 +759,7 @@ export const ApiError: Schema.Union<[
   typeof RateLimited,
   typeof QuotaExceeded,
   typeof BudgetExceeded,
+  typeof ContextLengthExceeded,
   typeof RequestTooLarge,
   typeof LimiterUnavailable,
   typeof ServerError,
@@ -730,6 +777,7 @@ export const ApiError: Schema.Union<[
   RateLimited,
   QuotaExceeded,
   BudgetExceeded,
+  ContextLengthExceeded,
   RequestTooLarge,
   LimiterUnavailable,
   ServerError,

@@ -63,5 +63,6 @@ export const refusal = <A, R>(
   Effect.flip(Effect.catchTags(effect, {
     LimiterUnavailable: (error) => Effect.die(error),
     QuotaExceeded: (error) => Effect.die(error),
-    BudgetExceeded: (error) => Effect.die(error)
+    BudgetExceeded: (error) => Effect.die(error),
+    ContextLengthExceeded: (error) => Effect.die(error)
   }))

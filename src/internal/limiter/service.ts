@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import { ContextLengthExceeded } from "../../schemas/Errors.js"
 import * as Budgets from "../budgets.js"
 import * as Plans from "../plans.js"
 import type { BodyEstimate } from "../tokens.js"
@@ -40,26 +41,52 @@ const coreOf = (options: Options, store: Store): Effect.Effect<Core.Core> =>
     watchers: 0
   }))
 
-/** What a request's parameters cost, by `estimate`: whole tokens, rounded up (what a shared store can count). */
+/**
+ * What a request's parameters cost, by `estimate`: whole tokens, rounded up (what a shared store can count); and the
+ * models' context windows (configured, else the plan's table, else learnt from a `/models` listing).
+ */
 const costing = (options: Options, estimate: (path: string, params: unknown) => BodyEstimate) => {
   const maxOutput = new Map<string, number>(Object.entries(options.maxOutputTokens ?? {}))
+  const windows = new Map<string, number>(Object.entries(options.contextWindows ?? {}))
+  const tier = options.tier ?? "auto"
   const cost: Service["cost"] = (path, params) => {
     const { generates, maxOutputTokens, model, promptTokens } = estimate(path, params)
     if (model !== undefined && Plans.requestsOnly(model)) return { model, input: 0, output: 0 }
     const output = !generates ? 0 : maxOutputTokens ??
       (model === undefined ? undefined : maxOutput.get(model)) ?? options.defaultMaxOutputTokens ?? 1024
-    return { model, input: Math.ceil(promptTokens), output: Math.ceil(output) }
+    const cap = generates && maxOutputTokens !== undefined ? Math.ceil(maxOutputTokens) : undefined
+    return { model, input: Math.ceil(promptTokens), output: Math.ceil(output), cap }
   }
+  const learnt =
+    (known: Map<string, number>, configured: Readonly<Record<string, number>> | undefined) =>
+    (id: string, value: unknown) => {
+      if (typeof value === "number" && value > 0 && !Object.hasOwn(configured ?? {}, id)) known.set(id, value)
+    }
+  const learnOutput = learnt(maxOutput, options.maxOutputTokens)
+  const learnWindow = learnt(windows, options.contextWindows)
   const learnModels: Service["learnModels"] = (models) =>
     Effect.sync(() => {
       for (const model of models.data) {
-        const max = model.meta_data?.max_output_length
-        if (typeof max === "number" && max > 0 && !Object.hasOwn(options.maxOutputTokens ?? {}, model.id)) {
-          maxOutput.set(model.id, max)
-        }
+        learnOutput(model.id, model.meta_data?.max_output_length)
+        learnWindow(model.id, model.meta_data?.max_sequence_length)
       }
     })
-  return { cost, learnModels }
+  const windowOf = (model: string): number | undefined =>
+    windows.get(model) ?? (Plans.isPlan(tier) ? Plans.contextOf(tier, model) : undefined)
+  return { cost, learnModels, windowOf }
+}
+
+/** The refusal of a ticket whose prompt and own output cap cannot fit its model's window `window`, if known. */
+const overflowOf = (ticket: Ticket, window: number | undefined): ContextLengthExceeded | undefined => {
+  const requested = (ticket.input ?? 0) + (ticket.cap ?? 0)
+  if (window === undefined || requested <= window) return undefined
+  return new ContextLengthExceeded({
+    message: `${ticket.model}: about ${requested} tokens (the prompt and max_tokens) cannot fit its context window ` +
+      `of ${window}`,
+    model: ticket.model,
+    window,
+    requested
+  })
 }
 
 /** The limiter with `options`, on `store`, estimating with `estimate`. */
@@ -81,9 +108,14 @@ export const make = (
     }
     const costOf = (ticket: Ticket) => Budgets.cost(ticket.input ?? 0, ticket.output ?? 0)
     const meter = Meter.make(options, store)
-    // the budget's admission first (a refusal costs no place in line), then the line's; the permit is metered
-    const acquireWith: Service["acquireWith"] = (ticket, then) =>
-      Effect.matchEffect(Meter.admit(meter, ticket), {
+    const { windowOf, ...costs } = costing(options, estimate)
+    const contextCheck = options.contextCheck ?? true
+    // a request that cannot fit its model's window is refused first; then the budget's admission (a refusal costs no
+    // place in line), then the line's; the permit is metered
+    const acquireWith: Service["acquireWith"] = (ticket, then) => {
+      const overflow = contextCheck ? overflowOf(ticket, windowOf(ticket.model)) : undefined
+      if (overflow !== undefined) return Effect.uninterruptibleMask((restore) => then(Exit.fail(overflow), restore))
+      return Effect.matchEffect(Meter.admit(meter, ticket), {
         onFailure: (refusal) => Effect.uninterruptibleMask((restore) => then(Exit.fail(refusal), restore)),
         onSuccess: (estimate) =>
           Admission.acquireWith(core, bucketOf(ticket.key, ticket.model), costOf(ticket), (acquired, restore) =>
@@ -91,21 +123,28 @@ export const make = (
               ? then(Exit.succeed(Meter.metered(meter, ticket, estimate, acquired.value)), restore)
               : Effect.zipRight(Meter.unadmitted(meter, ticket.key, estimate), then(acquired, restore)))
       })
+    }
     const states = Effect.clockWith((clock) =>
       Effect.sync(() =>
-        [...core.buckets.values()].map((bucket) => Core.stateOf(core, bucket, clock.unsafeCurrentTimeMillis()))
+        [...core.buckets.values()].map((bucket) =>
+          Core.stateOf(core, bucket, clock.unsafeCurrentTimeMillis())
+        )
       )
     )
     return {
-      ...costing(options, estimate),
+      ...costs,
       acquire: (ticket, onGranted) =>
         acquireWith(ticket, (acquired) => {
-          if (Exit.isSuccess(acquired)) onGranted?.(acquired.value)
+          if (Exit.isSuccess(acquired)) {
+            onGranted?.(acquired.value)
+          }
           return acquired
         }),
       acquireWith,
-      spent: (key, error) => Permits.stopKey(core, key, error),
-      spending: (key) => Meter.spending(meter, key),
+      spent: (key, error) =>
+        Permits.stopKey(core, key, error),
+      spending: (key) =>
+        Meter.spending(meter, key),
       wouldWait: (ticket) => Admission.wouldWait(core, bucketOf(ticket.key, ticket.model), costOf(ticket)),
       // an answer with no limits teaches nothing (the bucket is known from then on): the common case, in a step
       learn: (key, model, info) =>

@@ -10,6 +10,7 @@ import type * as Stream from "effect/Stream"
 import type {
   ApiError,
   BudgetExceeded,
+  ContextLengthExceeded,
   LimiterUnavailable,
   QuotaExceeded,
   RequestTooLarge
@@ -33,6 +34,8 @@ export interface Ticket {
   readonly input?: number | undefined
   /** The output reserved: the request's cap, else the model's `max_output_length`, else the default (0: none). */
   readonly output?: number | undefined
+  /** The request's own output cap (`max_tokens`), when it sets one: with `input`, what must fit the context window. */
+  readonly cap?: number | undefined
 }
 
 /**
@@ -108,7 +111,7 @@ export interface BucketState {
 }
 
 /** Why a request was not admitted: it can never fit, the store cannot answer, or the key's budget is spent. */
-export type Refusal = RequestTooLarge | LimiterUnavailable | QuotaExceeded | BudgetExceeded
+export type Refusal = RequestTooLarge | LimiterUnavailable | QuotaExceeded | BudgetExceeded | ContextLengthExceeded
 
 /** Settings of the limiter. */
 export interface Options {
@@ -138,6 +141,13 @@ export interface Options {
   readonly budget?: number | undefined
   /** Prices per million tokens by model, over the plan's table (for a model it lacks, or a contract of your own). */
   readonly prices?: Readonly<Record<string, Prices>> | undefined
+  /**
+   * Context windows in tokens by model, over the plan's table and the `max_sequence_length` of a `/models` listing:
+   * a request whose prompt estimate and `max_tokens` exceed its model's fails with `ContextLengthExceeded` unsent.
+   */
+  readonly contextWindows?: Readonly<Record<string, number>> | undefined
+  /** Whether requests are checked against their model's context window before sending (default true). */
+  readonly contextCheck?: boolean | undefined
 }
 
 /** What a key spent in a month, by model, and its budget. */
@@ -159,6 +169,7 @@ export interface Service {
     readonly model: string | undefined
     readonly input: number
     readonly output: number
+    readonly cap?: number | undefined
   }
   /** Waits in line until the request fits every budget, then counts it; fails at once when it never can. */
   readonly acquire: (ticket: Ticket, onGranted?: (permit: Permit) => void) => Effect.Effect<Permit, Refusal>
@@ -180,7 +191,10 @@ export interface Service {
    * queue).
    */
   readonly spent: (key: string, error: QuotaExceeded) => Effect.Effect<void>
-  /** Learns each model's `max_output_length` from the catalogue, for requests without an output cap. */
+  /**
+   * Learns each model's `max_output_length` (for requests without an output cap) and `max_sequence_length` (its
+   * context window) from the catalogue.
+   */
   readonly learnModels: (models: ModelList) => Effect.Effect<void>
   /** What the key (its fingerprint) spent this month, as the store keeps it for every process and run. */
   readonly spending: (key: string) => Effect.Effect<Spending>

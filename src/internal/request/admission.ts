@@ -52,7 +52,7 @@ export const make = (limiter: Limiter, keyId: () => string, line: { readonly ope
     const cost = params === undefined ? undefined : limiter.cost(request.url, params)
     const model = options.model ?? cost?.model
     if (model === undefined) return undefined
-    return { key: keyId(), model, input: cost?.input ?? 0, output: cost?.output ?? 0 }
+    return { key: keyId(), model, input: cost?.input ?? 0, output: cost?.output ?? 0, cap: cost?.cap }
   }
 
   /**
