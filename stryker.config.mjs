@@ -24,7 +24,8 @@ export const groups = {
     "src/internal/plans.ts",
     "src/internal/limitsSpec.ts",
     "src/internal/learning.ts",
-    "src/internal/limiter/bucket.ts"
+    "src/internal/limiter/bucket.ts",
+    "src/internal/spend.ts"
   ],
   // the limiter's stateful parts and its store
   limiter: [
@@ -35,6 +36,7 @@ export const groups = {
     "src/internal/limiter/headers.ts",
     "src/internal/limiter/learner.ts",
     "src/internal/limiter/line.ts",
+    "src/internal/limiter/meter.ts",
     "src/internal/limiter/permits.ts",
     "src/internal/limiter/service.ts",
     "src/internal/limiter/settlement.ts"
