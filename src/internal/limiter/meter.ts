@@ -167,7 +167,10 @@ export const record = (meter: Meter, ticket: Ticket, usage: Usage): Effect.Effec
           Metrics.spend.pipe(Metric.tagged("model", model), Metric.tagged("currency", Spend.currency)),
           cost
         ),
-        Effect.annotateCurrentSpan({ "aifs.spend": cost, "aifs.spend.currency": Spend.currency }),
+        // a model priced nowhere has no cost to show (not a cost of 0)
+        prices === undefined
+          ? Effect.void
+          : Effect.annotateCurrentSpan({ "aifs.spend": cost, "aifs.spend.currency": Spend.currency }),
         warnings(meter, month, model, prices !== undefined)
       ], { discard: true })
     })

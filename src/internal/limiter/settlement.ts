@@ -58,12 +58,16 @@ const count = (record: Record<string, unknown>, field: string): number | undefin
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined
 }
 
-/** The cached input tokens of a usage's details (`prompt_tokens_details`, or the Responses API's `input_tokens_details`). */
+/**
+ * The cached input tokens of a usage: its details' `cached_tokens` (`prompt_tokens_details`, or the Responses API's
+ * `input_tokens_details`), else an Anthropic-style proxy's `cache_read_input_tokens`.
+ */
 const cachedOf = (fields: Record<string, unknown>): number | undefined => {
   const details = fields.prompt_tokens_details ?? fields.input_tokens_details
-  return typeof details === "object" && details !== null
+  const detailed = typeof details === "object" && details !== null
     ? count(details as Record<string, unknown>, "cached_tokens")
     : undefined
+  return detailed ?? count(fields, "cache_read_input_tokens")
 }
 
 /**
