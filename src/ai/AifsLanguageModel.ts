@@ -1,8 +1,9 @@
 /**
  * `@effect/ai`'s `LanguageModel` over the service's chat completions: `generateText`, `streamText`,
- * `generateObject`, tools from a `Toolkit`, images, reasoning. Every request goes through the `Chat` service, so
- * the rate limiter, the retry policy, the queue routing and the typed errors apply; an error reaches the caller
- * as an `AiError` whose `cause` is the client's own error (a `RateLimited` stays a `RateLimited`).
+ * `generateObject`, tools from a `Toolkit`, images, reasoning, prompt-cache hints (`cache_control` on the wire, cached
+ * tokens in the usage). Every request goes through the `Chat` service, so the rate limiter, the retry policy, the
+ * queue routing and the typed errors apply; an error reaches the caller as an `AiError` whose `cause` is the
+ * client's own error (a `RateLimited` stays a `RateLimited`).
  *
  * @example
  * ```ts
@@ -32,8 +33,55 @@ import * as Stream from "effect/Stream"
 import { toAiError } from "../internal/ai/errors.js"
 import * as Request from "../internal/ai/prompt.js"
 import { parts, streamParts } from "../internal/ai/response.js"
-import type { CreateChatCompletionParams } from "../schemas/Chat.js"
+import type { CacheControl as CacheControlWire, CreateChatCompletionParams } from "../schemas/Chat.js"
 import { Chat } from "../services/Chat.js"
+
+/** The cache hint a message or part of a prompt may carry for this provider. */
+interface AifsCacheOptions {
+  readonly aifs?: {
+    /** A prompt-cache breakpoint after this message or part: `cache_control` on the wire (Claude models). */
+    readonly cacheControl?: CacheControlWire | undefined
+  } | undefined
+}
+
+declare module "@effect/ai/Prompt" {
+  /** This provider's options of a system message. */
+  export interface SystemMessageOptions extends AifsCacheOptions {}
+  /** This provider's options of a user message. */
+  export interface UserMessageOptions extends AifsCacheOptions {}
+  /** This provider's options of an assistant message. */
+  export interface AssistantMessageOptions extends AifsCacheOptions {}
+  /** This provider's options of a tool message. */
+  export interface ToolMessageOptions extends AifsCacheOptions {}
+  /** This provider's options of a text part. */
+  export interface TextPartOptions extends AifsCacheOptions {}
+  /** This provider's options of a file part. */
+  export interface FilePartOptions extends AifsCacheOptions {}
+  /** This provider's options of a tool call part. */
+  export interface ToolCallPartOptions extends AifsCacheOptions {}
+  /** This provider's options of a tool result part. */
+  export interface ToolResultPartOptions extends AifsCacheOptions {}
+}
+
+/**
+ * A tool annotation: a prompt-cache breakpoint after the tool's definition, sent as its `cache_control` (the tools
+ * up to it are cached, on the Claude models). Messages and parts take theirs from `options`:
+ * `{ aifs: { cacheControl: { type: "ephemeral" } } }` (or `anthropic`, where `@effect/ai-anthropic` reads it).
+ *
+ * @example
+ * ```ts
+ * import { Tool } from "@effect/ai"
+ * import { AifsLanguageModel } from "effect-aifs/ai"
+ * import * as Schema from "effect/Schema"
+ *
+ * export const Search = Tool.make("search", { parameters: { query: Schema.String }, success: Schema.String })
+ *   .annotate(AifsLanguageModel.CacheControl, { type: "ephemeral" })
+ * ```
+ *
+ * @since 0.5.0
+ * @category annotations
+ */
+export const CacheControl: typeof Request.ToolCacheControl = Request.ToolCacheControl
 
 /**
  * The request parameters a model is created with, or given for a part of a program with `withConfigOverride`:

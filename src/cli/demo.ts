@@ -1,8 +1,8 @@
 /**
- * `aifs demo` (`npm start`): a tour on the embedded emulator. Lists models, streams a chat answer, embeds
- * two texts, handles a typed error, and fires a burst of 30 requests on a basic-tier key twice: with retries
- * alone (it meets 429s and waits exactly as long as the rate-limit headers say) and with the proactive rate
- * limiter (it meets none).
+ * `aifs demo` (`npm start`): a tour on the embedded emulator. Lists a current plan's models, streams a chat answer,
+ * embeds two texts, handles a typed error, and fires a burst of 30 requests on a key of 20 requests a window twice:
+ * with retries alone (it meets 429s and waits exactly as long as the rate-limit headers say) and with the proactive
+ * rate limiter (it meets none).
  *
  * @since 0.1.0
  */
@@ -24,7 +24,7 @@ import * as Models from "../services/Models.js"
 const demoWindow = Duration.seconds(5)
 const chatModel = "Llama-3.3-70B-Instruct"
 const burstModels = ["gpt-4o", "gpt-4.1"] as const
-const learningModel = "Mistral-Small-24B-Instruct-2501"
+const learningModel = "Mistral-Small-3"
 const burstSize = 30
 
 const write = (text: string) => Effect.sync(() => process.stdout.write(text))
@@ -149,9 +149,10 @@ const burst = (model: string) =>
 
 const bursts = (emulator: Emulator.Emulator.Service) =>
   Effect.gen(function*() {
-    const client = { apiKey: emulator.keyFor("basic") ?? "", baseUrl: emulator.baseUrl }
+    // the seed's basic figures on every model: a basic key itself has no proprietary model
+    const client = { apiKey: emulator.keyFor("seed") ?? "", baseUrl: emulator.baseUrl }
     yield* heading(
-      `5. A burst of ${burstSize} requests on a basic-tier key (20 requests per ${Duration.format(demoWindow)} window)`
+      `5. A burst of ${burstSize} requests on a key of 20 requests per ${Duration.format(demoWindow)} window`
     )
     yield* Console.log(`   a) retries alone, on ${burstModels[0]}: the server says 429, the client waits for its reset`)
     yield* burst(burstModels[0]).pipe(Effect.provide(Node.layer({ ...client, tier: "basic", rateLimiter: false })))
@@ -182,14 +183,18 @@ export const demo = Effect.gen(function*() {
   yield* Effect.all([listModels, streamChat, embedTexts, typedError], { discard: true }).pipe(
     Effect.provide(
       Node.layer({
-        apiKey: emulator.keyFor("basic") ?? "",
+        apiKey: emulator.keyFor("essential") ?? "",
         baseUrl: emulator.baseUrl,
         rateLimiter: { window: demoWindow }
       })
     )
   )
   yield* bursts(emulator)
-  yield* Console.log("\nDone. Try: npm run aifs -- chat \"Hello\" --model gpt-4o, or read README.md.")
+  yield* Console.log("\nDone. Try: npm run aifs -- chat \"Hello\" --model gpt-5, or read README.md.")
 }).pipe(
-  Effect.provide(Layer.orDie(Emulator.layer({ window: demoWindow, streamChunkDelay: Duration.millis(25) })))
+  Effect.provide(Layer.orDie(Emulator.layer({
+    window: demoWindow,
+    streamChunkDelay: Duration.millis(25),
+    tiers: { seed: Emulator.fallbackQuotas.basic }
+  })))
 )

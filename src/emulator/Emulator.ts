@@ -119,8 +119,9 @@ export type {
 } from "./limits.js"
 export {
   /**
-   * The seed tiers' flat quotas, for a plan's model its table lacks: basic 20 requests / 18,750 tokens, standard4000
-   * 600 / 150,000.
+   * The seed tiers' flat quotas, basic 20 requests / 18,750 tokens and standard4000 600 / 150,000: a custom tier of the
+   * seed's figures on every model (`tiers: { seed: fallbackQuotas.basic }`), where a plan's key may use its plan's
+   * models only.
    *
    * @since 0.4.0
    * @category limits
@@ -161,7 +162,7 @@ export {
    */
   developmentKey,
   /**
-   * The default keys: one per preset tier.
+   * The default keys: one per plan (and, in an emulator given `tiers`, one per such tier besides).
    *
    * @since 0.1.0
    * @category keys

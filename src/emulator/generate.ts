@@ -8,8 +8,13 @@ import type { ChatMessage, CreateChatCompletionParams, FunctionTool } from "../s
 import type { CatalogueModel } from "./catalogue.js"
 import { countTokens, generatePieces, hash, naturalLength } from "./text.js"
 
-/** Tokens an image part costs (the low-detail price). */
-const imageTokens = 85
+/**
+ * Tokens an image part costs (the low-detail price).
+ *
+ * @since 0.5.0
+ * @category tokens
+ */
+export const imageTokens = 85
 
 const messageText = (message: ChatMessage): { text: string; images: number } => {
   const content = message.content

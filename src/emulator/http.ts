@@ -16,7 +16,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { IncomingMessage } from "node:http"
 import { type Amounts, cost, type Dimension, noun } from "../internal/budgets.js"
-import { type CatalogueModel, findModel } from "./catalogue.js"
+import { type CatalogueModel, findModel, visibleTo } from "./catalogue.js"
 import { type Admission, describeLimit, formatGoDuration, type WindowStatus } from "./limits.js"
 import { budgetReachedDetail } from "./spend.js"
 import type { EmulatorState, KeySpec } from "./state.js"
@@ -487,7 +487,16 @@ export const sseResponse = (
 }
 
 /**
- * Looks up a model for a route: 404 when unknown, 400 when it does not serve this kind of request.
+ * The 404 of a model the key cannot use: unknown, or outside the key's plan (the docs' "model not found").
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export const modelNotFound = (id: string) => reject(404, `Model '${id}' not found`)
+
+/**
+ * Looks up a model for a route: 404 when unknown or outside the key's plan, 400 when it does not serve this kind of
+ * request.
  *
  * @since 0.1.0
  * @category models
@@ -495,10 +504,25 @@ export const sseResponse = (
 export const requireModel = (
   id: string,
   kind: CatalogueModel["kind"],
+  what: string,
+  key: KeySpec
+): Effect.Effect<CatalogueModel, Reject> =>
+  visibleTo(key.tier, id) ? requireCatalogued(id, kind, what) : modelNotFound(id)
+
+/**
+ * Looks up a model by id alone, whatever the key's plan (the embedding models a vector store is configured with): 404
+ * when unknown, 400 when it does not serve this kind of request.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export const requireCatalogued = (
+  id: string,
+  kind: CatalogueModel["kind"],
   what: string
 ): Effect.Effect<CatalogueModel, Reject> => {
   const model = findModel(id)
-  if (model === undefined) return reject(404, `Model '${id}' not found`)
+  if (model === undefined) return modelNotFound(id)
   if (model.kind !== kind) return reject(400, `Model '${id}' does not support ${what}`)
   return Effect.succeed(model)
 }

@@ -10,7 +10,7 @@
  *    (no combined budget: the plans have none); a "Dynamic Shared Quota" or "dynamic" row has no number and is not
  *    metered;
  * 3. a model the plan's table lacks: the seed tier's flat quota (`fallbackQuotas`; a plan without a seed of its own
- *    takes basic's, the smallest).
+ *    takes basic's, the smallest). The routes never meter one: a plan's key gets 404 for a model outside its plan.
  *
  * Whisper (audio) models are metered by requests alone, whatever the tier: their token budgets are not text tokens.
  *
@@ -40,7 +40,8 @@ export interface Quota {
 }
 
 /**
- * The seed tiers' flat quotas: what a key of such a plan gets on a model its plan's table lacks.
+ * The seed tiers' flat quotas: the limits of a plan's model its table lacks, should one be metered (the routes answer a
+ * plan's key 404 for a model outside its plan), and the figures of a custom tier that stands in for the seed's.
  *
  * @since 0.4.0
  * @category models

@@ -4,10 +4,11 @@
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
-import { isPlan } from "../internal/plans.js"
+import { isPlan, planNames } from "../internal/plans.js"
 import { type Chaos, ChaosState } from "./chaos.js"
 import { type GatewayOptions, GatewayState } from "./gateway/state.js"
-import { fallbackQuotas, type Meter, meterOf, type Quota, SlidingWindow } from "./limits.js"
+import { type Meter, meterOf, type Quota, SlidingWindow } from "./limits.js"
+import { PromptCache } from "./promptCache.js"
 import { costOf, pricesFor, Spend } from "./spend.js"
 import { Store } from "./store.js"
 
@@ -62,12 +63,12 @@ export type InterfaceVersion = "1.0.0" | "1.1.0"
 export interface Options {
   /** Length of the rate-limit window (default 60 s; seconds in tests and the demo). */
   readonly window?: Duration.DurationInput | undefined
-  /** Accepted keys (default: one development key per tier, see `developmentKeys`). */
+  /** Accepted keys (default: a development key per plan, see `developmentKeys`, and one per other tier in `tiers`). */
   readonly keys?: ReadonlyArray<KeySpec> | undefined
   /**
    * Flat quotas per tier: a custom tier's (`{ rpm: 5, tpm: 2_000 }`, optionally `itpm`/`otpm`), or a plan's name to
-   * meter every model of that plan by one quota in place of its table. A plan's model that its table lacks is metered
-   * by the seed quotas (`basic` 20 requests / 18,750 tokens, `standard4000` 600 / 150,000; other plans basic's).
+   * meter every model of that plan by one quota in place of its table. A key of a plan may use its plan's models only
+   * (any other is "not found", 404); a key of a custom tier every model.
    */
   readonly tiers?: Readonly<Record<string, Quota>> | undefined
   /** Pause between stream chunks, to watch tokens arrive (default none). */
@@ -99,15 +100,24 @@ export const developmentKey = (tier: string): string =>
   `gen-${`emulator${tier.replace(/[^A-Za-z0-9]/g, "")}devkey`.padEnd(48, "0").slice(0, 48)}`
 
 /**
- * The default keys: one per preset tier.
+ * The default keys: one per plan (the legacy `basic` to `standard4000`, the current `essential` to `test`).
  *
  * @since 0.1.0
  * @category keys
  */
-export const developmentKeys: ReadonlyArray<KeySpec> = Object.keys(fallbackQuotas).map((tier) => ({
+export const developmentKeys: ReadonlyArray<KeySpec> = planNames.map((tier) => ({
   key: developmentKey(tier),
   tier
 }))
+
+/** The keys accepted when none are given: the development keys, and one for each other tier given a quota. */
+const defaultKeys = (tiers: Readonly<Record<string, Quota>> = {}): ReadonlyArray<KeySpec> => [
+  ...developmentKeys,
+  ...Object.keys(tiers).filter((tier) => !developmentKeys.some((k) => k.tier === tier)).map((tier) => ({
+    key: developmentKey(tier),
+    tier
+  }))
+]
 
 /**
  * The mutable state of one emulator instance. Handlers touch it only inside synchronous sections, so no
@@ -132,6 +142,8 @@ export class EmulatorState {
   readonly gateway: GatewayState
   /** Fault rules in force and request counters. */
   readonly chaos: ChaosState
+  /** The prompt prefixes the Claude models' `cache_control` breakpoints wrote. */
+  readonly promptCache = new PromptCache()
   private readonly windows = new Map<string, SlidingWindow>()
   /** What each key's project spent this month (a rotated key's successor shares its predecessor's). */
   private readonly spends = new Map<string, Spend>()
@@ -144,7 +156,7 @@ export class EmulatorState {
 
   constructor(options: Options = {}) {
     this.windowMs = Duration.toMillis(Duration.decode(options.window ?? Duration.minutes(1)))
-    this.keys = new Map((options.keys ?? developmentKeys).map((k) => [k.key, k]))
+    this.keys = new Map((options.keys ?? defaultKeys(options.tiers)).map((k) => [k.key, k]))
     this.tiers = { ...options.tiers }
     this.streamChunkDelayMs = Duration.toMillis(Duration.decode(options.streamChunkDelay ?? Duration.zero))
     this.queueMaxWaitMs = Duration.toMillis(Duration.decode(options.queueMaxWait ?? Duration.minutes(10)))

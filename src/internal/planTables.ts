@@ -5,8 +5,8 @@
  *
  * Per model: requests, input tokens and output tokens a minute (`"shared"` for a Dynamic Shared Quota, `"dynamic"`
  * for a test model's: no fixed number), the context window in tokens (unknown on the legacy plans), and EUR per
- * million input and output tokens. `aliases` maps the ids the API is inferred to use to the row they share
- * (data/PLAN-LIMITS.md).
+ * million input and output tokens. `aliases` maps the ids the API is inferred to use to the row they share, `bands`
+ * the price-band rows to the model they price (data/PLAN-LIMITS.md); `regions` says where each model is hosted.
  * @internal
  */
 
@@ -26,13 +26,17 @@ export type ModelRow = readonly [
   priceOut: number
 ]
 
-/** One plan: its name in the portal, its generation, its models and the API ids inferred for them. */
+/**
+ * One plan: its name in the portal, its generation, its models, the API ids inferred for them, and the rows that are
+ * price bands of another model (`-long-context`), not models of their own.
+ */
 export interface PlanTable {
   readonly label: string
   readonly generation: "legacy" | "current"
   readonly recordsUpdatedAt: string
   readonly models: Readonly<Record<string, ModelRow>>
   readonly aliases: Readonly<Record<string, string>>
+  readonly bands: Readonly<Record<string, string>>
 }
 
 /** Where the figures come from. */
@@ -65,7 +69,8 @@ export const plans = {
       "whisper-large-v3": [20, 109, 109, undefined, 146.1, 146.1],
       "whisper-large-v3-turbo": [20, 173, 173, undefined, 92.11, 92.11]
     },
-    aliases: {}
+    aliases: {},
+    bands: {}
   },
   standard1000: {
     label: "Tarif Standard1000 Template",
@@ -111,7 +116,8 @@ export const plans = {
       "whisper-large-v3": [150, 218, 218, undefined, 146.1, 146.1],
       "whisper-large-v3-turbo": [150, 345, 345, undefined, 92.11, 92.11]
     },
-    aliases: {}
+    aliases: {},
+    bands: {}
   },
   standard2000: {
     label: "Tarif Standard2000 Template",
@@ -157,7 +163,8 @@ export const plans = {
       "whisper-large-v3": [300, 435, 435, undefined, 119.61, 119.61],
       "whisper-large-v3-turbo": [300, 690, 690, undefined, 75.4, 75.4]
     },
-    aliases: {}
+    aliases: {},
+    bands: {}
   },
   standard3000: {
     label: "Tarif Standard3000 Template",
@@ -203,7 +210,8 @@ export const plans = {
       "whisper-large-v3": [450, 653, 653, undefined, 92.29, 92.29],
       "whisper-large-v3-turbo": [450, 1035, 1035, undefined, 58.18, 58.18]
     },
-    aliases: {}
+    aliases: {},
+    bands: {}
   },
   standard4000: {
     label: "Tarif Standard4000 Template",
@@ -249,7 +257,8 @@ export const plans = {
       "whisper-large-v3": [600, 870, 870, undefined, 72.43, 72.43],
       "whisper-large-v3-turbo": [600, 1380, 1380, undefined, 45.66, 45.66]
     },
-    aliases: {}
+    aliases: {},
+    bands: {}
   },
   essential: {
     label: "Essential",
@@ -312,6 +321,12 @@ export const plans = {
       "o3": "o3-2025-04-16",
       "o3-mini": "o3-mini-2025-01-31",
       "o4-mini": "o4-mini-2025-04-16"
+    },
+    bands: {
+      "gpt-image-1-image-input": "gpt-image-1",
+      "claude-sonnet-4.5-long-context": "claude-sonnet-4.5",
+      "gemini-2.5-pro-long-context": "gemini-2.5-pro",
+      "gemini-3-pro-long-context": "gemini-3-pro"
     }
   },
   professional: {
@@ -377,6 +392,12 @@ export const plans = {
       "o3": "o3-2025-04-16",
       "o3-mini": "o3-mini-2025-01-31",
       "o4-mini": "o4-mini-2025-04-16"
+    },
+    bands: {
+      "gpt-image-1-image-input": "gpt-image-1",
+      "claude-sonnet-4.5-long-context": "claude-sonnet-4.5",
+      "gemini-2.5-pro-long-context": "gemini-2.5-pro",
+      "gemini-3-pro-long-context": "gemini-3-pro"
     }
   },
   agentic: {
@@ -442,6 +463,12 @@ export const plans = {
       "o3": "o3-2025-04-16",
       "o3-mini": "o3-mini-2025-01-31",
       "o4-mini": "o4-mini-2025-04-16"
+    },
+    bands: {
+      "gpt-image-1-image-input": "gpt-image-1",
+      "claude-sonnet-4.5-long-context": "claude-sonnet-4.5",
+      "gemini-2.5-pro-long-context": "gemini-2.5-pro",
+      "gemini-3-pro-long-context": "gemini-3-pro"
     }
   },
   test: {
@@ -451,6 +478,67 @@ export const plans = {
     models: {
       "gemma-4-31B": ["dynamic", "dynamic", "dynamic", 256000, 0, 0]
     },
-    aliases: {}
+    aliases: {},
+    bands: {}
   }
 } as const satisfies Readonly<Record<string, PlanTable>>
+
+/**
+ * Where each model is hosted (`deploymentRegion`), by the id the API is inferred to use: `otc-` is the operator's
+ * own cloud, anything else a third party's. As the current plans spell it, else as the legacy ones do.
+ */
+export const regions: Readonly<Record<string, string>> = {
+  "jina-embeddings-v2-base-de": "otc-germany",
+  "text-embedding-bge-m3": "otc-germany",
+  "whisper-large-v3": "otc-germany",
+  "whisper-large-v3-turbo": "otc-germany",
+  "Llama-3.3-70B-Instruct": "otc-germany",
+  "Mistral-Small-3": "otc-germany",
+  "Qwen3-VL-30B-A3B-Instruct-FP8": "otc-germany",
+  "Qwen3-Coder-30B-A3B-Instruct-FP8": "otc-germany",
+  "Qwen3-Next-80B-A3B-Instruct": "otc-germany",
+  "gpt-oss-120b": "otc-germany",
+  "gpt-4o": "azure-france-central",
+  "gpt-4o-mini": "azure-sweden-central",
+  "gpt-4.1": "azure-sweden-central",
+  "gpt-4.1-mini": "azure-sweden-central",
+  "gpt-4.1-nano": "azure-sweden-central",
+  "gpt-image-1": "azure-sweden-central",
+  o1: "azure-sweden-central",
+  "o1-mini": "azure-sweden-central",
+  o3: "azure-sweden-central",
+  "o3-mini": "azure-sweden-central",
+  "o4-mini": "azure-sweden-central",
+  "gpt-5": "azure-sweden-central",
+  "gpt-5.2": "azure-sweden-central",
+  "gpt-5-mini": "azure-sweden-central",
+  "gpt-5-nano": "azure-sweden-central",
+  "gpt-5-codex": "azure-sweden-central",
+  "text-embedding-ada-002": "azure-france-central",
+  "mistral-medium-3": "gcp-europe-west1",
+  "claude-3-7-sonnet": "gcp-europe-west1",
+  "claude-sonnet-4": "gcp-europe-west1",
+  "claude-sonnet-4.5": "gcp-europe-west1",
+  "claude-sonnet-4.6": "gcp-europe-west1",
+  "claude-haiku-4.5": "gcp-europe-west1",
+  "gemini-2.5-pro": "gcp-europe-west1",
+  "gemini-2.5-flash": "gcp-europe-west1",
+  "gemini-2.5-flash-image": "gcp-europe-west1",
+  "gemini-3-flash": "gcp-europe-west1",
+  "gemini-3-pro": "gcp-europe-west1",
+  "claude-opus-4.5": "gcp-europe-west1",
+  "claude-opus-4.6": "gcp-europe-west1",
+  "gemma-4-31B": "otc-germany",
+  "jina-embeddings-v2-base-code": "otc-germany",
+  "Llama-BildungsLLM-0.9": "otc-germany",
+  "Mistral-Small-24B-Instruct-2501": "otc-germany",
+  "Qwen2.5-Coder-32B-Instruct-FP8": "otc-germany",
+  "Qwen3-30B-A3B-FP8": "otc-germany",
+  "Qwen3-Next-80B-A3B-Instruct-FP8": "otc-germany",
+  "Teuken-7B-Instruct-v04": "otc-germany",
+  "tsi-embedding-colqwen2-2b-v1": "otc-germany",
+  "GPT-5-Codex": "Azure-Sweden",
+  "Mistral-Large-2411": "gcp-europe-west4",
+  "Mistral-Medium-3": "gcp-europe-west4",
+  "gpt-4.1-amber": "AZURE-France"
+}

@@ -5,7 +5,7 @@
  * @internal
  */
 import { type Dimension, type Limit, type Limits, noLimits, shared } from "./budgets.js"
-import { type Figure, type ModelRow, plans } from "./planTables.js"
+import { type Figure, type ModelRow, plans, type PlanTable, regions } from "./planTables.js"
 
 /** A plan of the service: the name `AIFS_TIER` takes. */
 export type Plan = keyof typeof plans
@@ -25,6 +25,28 @@ export const rowOf = (plan: Plan, model: string): ModelRow | undefined => {
   const alias = Object.hasOwn(aliases, model) ? aliases[model] : undefined
   return alias === undefined ? undefined : models[alias]
 }
+
+/** A table's models under the ids the API is inferred to use, price-band rows left out. */
+const idsOf = (table: PlanTable): ReadonlyArray<string> => {
+  const byRow = new Map(Object.entries(table.aliases).map(([alias, row]) => [row, alias]))
+  return Object.keys(table.models).filter((row) => !Object.hasOwn(table.bands, row)).map((row) => byRow.get(row) ?? row)
+}
+
+const served = new Map(planNames.map((plan) => [plan, idsOf(plans[plan])]))
+
+/**
+ * The models of a plan by the ids the API is inferred to use, in the table's order: a row under its alias where it has
+ * one (`gpt-4o` for `gpt-4o-2024-11-20`), price-band rows left out (`claude-sonnet-4.5-long-context` is a price of
+ * `claude-sonnet-4.5`, not a model).
+ */
+export const modelsOf = (plan: Plan): ReadonlyArray<string> => served.get(plan)!
+
+/** Whether a plan has a model, by its API id (exact: ids are case-sensitive, a dated or price-band row id is none). */
+export const hasModel = (plan: Plan, model: string): boolean => modelsOf(plan).includes(model)
+
+/** Where a model is hosted (`otc-germany`, `azure-sweden-central`, `gcp-europe-west1`...), by its API id. */
+export const regionOf = (model: string): string | undefined =>
+  Object.hasOwn(regions, model) ? regions[model] : undefined
 
 const limitOf = (figure: Figure): Limit => typeof figure === "number" ? { value: figure, source: "plan" } : shared
 

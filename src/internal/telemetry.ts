@@ -157,6 +157,10 @@ export class ResponseSummary {
   model: string | undefined = undefined
   inputTokens: number | undefined = undefined
   outputTokens: number | undefined = undefined
+  /** Of the input tokens, those read from the prompt cache, where the answer says. */
+  cacheReadTokens: number | undefined = undefined
+  /** Of the input tokens, those written to the prompt cache, where the answer says. */
+  cacheWriteTokens: number | undefined = undefined
   finishReasons: Array<string> = []
 
   /** Reads what a decoded answer (or event) holds; anything of another shape is left alone. */
@@ -171,6 +175,7 @@ export class ResponseSummary {
     if (typeof usage === "object" && usage !== null) {
       this.inputTokens = number(usage.prompt_tokens) ?? number(usage.input_tokens) ?? this.inputTokens
       this.outputTokens = number(usage.completion_tokens) ?? number(usage.output_tokens) ?? this.outputTokens
+      this.observeCache(usage)
     }
     if (Array.isArray(body.choices)) {
       for (
@@ -189,6 +194,16 @@ export class ResponseSummary {
     }
   }
 
+  /** The prompt cache's counts: OpenAI's names (chat or Responses), else those of Anthropic-style proxies. */
+  private observeCache(usage: Record<string, unknown>): void {
+    type Details = Record<string, unknown> | null | undefined
+    const details = (usage.prompt_tokens_details ?? usage.input_tokens_details) as Details
+    const read = number(details?.cached_tokens) ?? number(usage.cache_read_input_tokens)
+    const write = number(details?.cache_write_tokens) ?? number(usage.cache_creation_input_tokens)
+    if (read !== undefined) this.cacheReadTokens = read
+    if (write !== undefined) this.cacheWriteTokens = write
+  }
+
   /** The span attributes of what was read. */
   attributes(): Record<string, unknown> {
     const out: Record<string, unknown> = {}
@@ -198,6 +213,8 @@ export class ResponseSummary {
     if (reasons.length > 0) out["gen_ai.response.finish_reasons"] = reasons
     if (this.inputTokens !== undefined) out["gen_ai.usage.input_tokens"] = this.inputTokens
     if (this.outputTokens !== undefined) out["gen_ai.usage.output_tokens"] = this.outputTokens
+    if (this.cacheReadTokens !== undefined) out["gen_ai.usage.cache_read.input_tokens"] = this.cacheReadTokens
+    if (this.cacheWriteTokens !== undefined) out["gen_ai.usage.cache_creation.input_tokens"] = this.cacheWriteTokens
     return out
   }
 }

@@ -248,7 +248,7 @@ export const make = (
  * @category layers
  */
 export const layer = (options: Options = {}): Layer.Layer<RateLimiter> =>
-  Layer.effect(RateLimiter, make(options)).pipe(Layer.provide(Layer.merge(layerMemory, TokenEstimator.layer)))
+  layerWith(options).pipe(Layer.provide(Layer.merge(layerMemory, TokenEstimator.layer)))
 
 /**
  * A limiter on a store and estimator you provide (a shared store, a real tokenizer).
@@ -259,7 +259,13 @@ export const layer = (options: Options = {}): Layer.Layer<RateLimiter> =>
 export const layerWith = (
   options: Options = {}
 ): Layer.Layer<RateLimiter, never, LimiterStore | TokenEstimator.TokenEstimator> =>
-  Layer.effect(RateLimiter, make(options))
+  Layer.scoped(
+    RateLimiter,
+    Effect.flatMap(
+      Effect.all([LimiterStore, TokenEstimator.TokenEstimator]),
+      ([store, estimator]) => Service.makeScoped(options, store, estimator.estimate)
+    )
+  )
 
 /**
  * A limiter on a store you provide whose tier comes from the `ClientConfig` (`AIFS_TIER`), with the default estimator.

@@ -39,6 +39,46 @@ import type * as SchemaAST from "effect/SchemaAST"
 import { Nullish, OpenEnum, Usage } from "./Shared.js"
 
 /**
+ * A prompt-cache breakpoint (`{"type": "ephemeral"}`): the prompt up to and including what carries it may be cached
+ * and read back by later requests that start with the same prefix. The service's docs describe it for the Claude
+ * models, on content parts, system messages and tool definitions (in that order: tools, system, messages); other
+ * models ignore it. Sent as given: fields not named here pass too.
+ *
+ * @example
+ * ```ts
+ * import type * as ChatSchema from "effect-aifs/schemas/Chat"
+ *
+ * // a long system prompt cached for an hour, where the model offers it (five minutes without `ttl`)
+ * const system: ChatSchema.ChatMessage = {
+ *   role: "system",
+ *   content: [{ type: "text", text: "You review contracts. ...", cache_control: { type: "ephemeral", ttl: "1h" } }]
+ * }
+ *
+ * console.log(JSON.stringify(system.content))
+ * ```
+ *
+ * @since 0.5.0
+ * @category schemas
+ */
+export const CacheControl = Schema.Struct(
+  {
+    /** `ephemeral`, the kind the service's docs describe. */
+    type: OpenEnum(["ephemeral"], "The kind of cache breakpoint."),
+    /** How long the cached prefix lives: `5m` (the default) or `1h` (Anthropic's values), where offered. */
+    ttl: Schema.optional(Schema.String)
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+
+/**
+ * The type of `CacheControl`.
+ *
+ * @since 0.5.0
+ * @category schemas
+ */
+export type CacheControl = typeof CacheControl.Type
+
+/**
  * A text part of a message.
  *
  * @since 0.1.0
@@ -48,7 +88,9 @@ export const TextPart = Schema.Struct({
   /** `text`. */
   type: Schema.Literal("text"),
   /** The text. */
-  text: Schema.String
+  text: Schema.String,
+  /** A prompt-cache breakpoint after this part (Claude models). */
+  cache_control: Schema.optional(CacheControl)
 })
 
 /**
@@ -66,7 +108,9 @@ export const ImagePart = Schema.Struct({
     url: Schema.String,
     /** Resolution hint: `low`, `high`, `auto`. */
     detail: Schema.optional(Schema.String)
-  })
+  }),
+  /** A prompt-cache breakpoint after this part (Claude models). */
+  cache_control: Schema.optional(CacheControl)
 })
 
 /**
@@ -190,7 +234,9 @@ export const SystemMessage = Schema.Struct({
   /** Instructions. */
   content: Schema.Union(Schema.String, Schema.Array(TextPart)),
   /** Optional participant name. */
-  name: Schema.optional(Schema.String)
+  name: Schema.optional(Schema.String),
+  /** A prompt-cache breakpoint after this message (Claude models; a content part's own is the documented place). */
+  cache_control: Schema.optional(CacheControl)
 })
 
 /**
@@ -205,7 +251,9 @@ export const DeveloperMessage = Schema.Struct({
   /** Instructions. */
   content: Schema.Union(Schema.String, Schema.Array(TextPart)),
   /** Optional participant name. */
-  name: Schema.optional(Schema.String)
+  name: Schema.optional(Schema.String),
+  /** A prompt-cache breakpoint after this message (Claude models; a content part's own is the documented place). */
+  cache_control: Schema.optional(CacheControl)
 })
 
 /**
@@ -220,7 +268,9 @@ export const UserMessage = Schema.Struct({
   /** Text, or text and image parts. */
   content: Schema.Union(Schema.String, Schema.Array(ContentPart)),
   /** Optional participant name. */
-  name: Schema.optional(Schema.String)
+  name: Schema.optional(Schema.String),
+  /** A prompt-cache breakpoint after this message (Claude models; a content part's own is the documented place). */
+  cache_control: Schema.optional(CacheControl)
 })
 
 /**
@@ -237,7 +287,9 @@ export const AssistantMessage = Schema.Struct({
   /** Tool calls it made. */
   tool_calls: Schema.optional(Schema.Array(ToolCall)),
   /** Optional participant name. */
-  name: Schema.optional(Schema.String)
+  name: Schema.optional(Schema.String),
+  /** A prompt-cache breakpoint after this message (Claude models; a content part's own is the documented place). */
+  cache_control: Schema.optional(CacheControl)
 })
 
 /**
@@ -260,7 +312,9 @@ export const ToolMessage = Schema.Struct({
   /** The tool's output. */
   content: Schema.Union(Schema.String, Schema.Array(TextPart)),
   /** The `id` of the call it answers. */
-  tool_call_id: Schema.String
+  tool_call_id: Schema.String,
+  /** A prompt-cache breakpoint after this message (Claude models; a content part's own is the documented place). */
+  cache_control: Schema.optional(CacheControl)
 })
 
 /**
@@ -298,7 +352,9 @@ export const FunctionTool = Schema.Struct({
     parameters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
     /** Ask for strict schema adherence (proprietary models). */
     strict: Schema.optional(Schema.Boolean)
-  })
+  }),
+  /** A prompt-cache breakpoint after this tool's definition: the tools up to it are cached (Claude models). */
+  cache_control: Schema.optional(CacheControl)
 })
 
 /**
@@ -674,17 +730,23 @@ const usageKeys = [
   "completion_tokens",
   "total_tokens",
   "prompt_tokens_details",
-  "completion_tokens_details"
+  "completion_tokens_details",
+  "cache_creation_input_tokens",
+  "cache_read_input_tokens"
 ]
 
-/** The common usage (counts, no details), checked by hand and built by its class; the class decodes any other. */
+/**
+ * The common usage (counts, Anthropic-style cache counts, no details), checked by hand and built by its class; the
+ * class decodes any other.
+ */
 const usageOf = (u: unknown): Either.Either<Usage, ParseResult.ParseError> => {
   const usage = record(u)
   if (usage === undefined || !optionalNumber(usage.prompt_tokens) || !optionalNumber(usage.total_tokens)) {
     return decodeUsage(u)
   }
   const common = nullishNumber(usage.completion_tokens) && nullish(usage.prompt_tokens_details) &&
-    nullish(usage.completion_tokens_details)
+    nullish(usage.completion_tokens_details) && nullishNumber(usage.cache_creation_input_tokens) &&
+    nullishNumber(usage.cache_read_input_tokens)
   const fields = common ? pick(usage, usageKeys) : undefined
   return fields === undefined
     ? decodeUsage(u)

@@ -46,8 +46,10 @@ export const OpenEnum = <const Known extends ReadonlyArray<string>>(known: Known
  * @category schemas
  */
 export const PromptTokensDetails = Schema.Struct({
-  /** Tokens served from the prompt cache. */
+  /** Tokens served from the prompt cache (read). */
   cached_tokens: Nullish(Schema.Number),
+  /** Tokens written to the prompt cache (OpenAI's name for a cache write). */
+  cache_write_tokens: Nullish(Schema.Number),
   /** Audio input tokens. */
   audio_tokens: Nullish(Schema.Number)
 })
@@ -66,7 +68,9 @@ export const CompletionTokensDetails = Schema.Struct({
 })
 
 /**
- * Token usage of one request. Embedding responses carry only `prompt_tokens` and `total_tokens`.
+ * Token usage of one request. Embedding responses carry only `prompt_tokens` and `total_tokens`. Prompt caching is
+ * reported under OpenAI's names (`prompt_tokens_details`) or Anthropic's (`cache_*_input_tokens`): `cacheReadTokens`
+ * and `cacheWriteTokens` read whichever came.
  *
  * @since 0.1.0
  * @category schemas
@@ -81,8 +85,28 @@ export class Usage extends Schema.Class<Usage>("Usage")({
   /** Breakdown of the prompt tokens. */
   prompt_tokens_details: Nullish(PromptTokensDetails),
   /** Breakdown of the completion tokens. */
-  completion_tokens_details: Nullish(CompletionTokensDetails)
-}) {}
+  completion_tokens_details: Nullish(CompletionTokensDetails),
+  /** Tokens written to the prompt cache, as Anthropic-style proxies report it (Claude models). */
+  cache_creation_input_tokens: Nullish(Schema.Number),
+  /** Tokens read from the prompt cache, as Anthropic-style proxies report it (Claude models). */
+  cache_read_input_tokens: Nullish(Schema.Number)
+}) {
+  /**
+   * Of `prompt_tokens`, those read from the prompt cache: `prompt_tokens_details.cached_tokens`, else
+   * `cache_read_input_tokens`; `undefined` when the server reported neither.
+   */
+  get cacheReadTokens(): number | undefined {
+    return this.prompt_tokens_details?.cached_tokens ?? this.cache_read_input_tokens ?? undefined
+  }
+
+  /**
+   * Of `prompt_tokens`, those written to the prompt cache: `prompt_tokens_details.cache_write_tokens`, else
+   * `cache_creation_input_tokens`; `undefined` when the server reported neither.
+   */
+  get cacheWriteTokens(): number | undefined {
+    return this.prompt_tokens_details?.cache_write_tokens ?? this.cache_creation_input_tokens ?? undefined
+  }
+}
 
 /**
  * One entry of a FastAPI validation error list: `{"loc": [...], "msg": "...", "type": "..."}`.

@@ -277,9 +277,17 @@ describe("tier auto: what was learnt is kept", () => {
         )
       const first = yield* run(drive(30, 8))
       assert.isAbove(first.length, 0)
-      const files = yield* fs.readDirectory(cache)
+      // the key's learnt limits, beside its month's spend
+      const all = yield* fs.readDirectory(cache)
+      const files = all.filter((file) => file.startsWith("limits-"))
       assert.deepStrictEqual(files.length, 1)
       assert.match(files[0]!, /^limits-key[0-9a-f]{8}\.json$/)
+      assert.deepStrictEqual(
+        all.filter((file) => !files.includes(file)).map((file) => file.replace(/[0-9a-f]{8}/, "")),
+        [
+          "spend-key-1970-01.jsonl"
+        ]
+      )
       const content = yield* fs.readFileString(`${cache}/${files[0]}`)
       assert.notInclude(content, key)
       learntNine(JSON.parse(content).models[llama].requests)
@@ -308,7 +316,7 @@ describe("tier auto: what was learnt is kept", () => {
       )
       // the file of this key is written by a first learning, then broken
       yield* drive(20, 8).pipe(Effect.provide(client))
-      const [name] = yield* fs.readDirectory(cache)
+      const [name] = (yield* fs.readDirectory(cache)).filter((file) => file.startsWith("limits-"))
       yield* fs.writeFileString(`${cache}/${name}`, "{ not json")
       yield* TestClock.adjust(windowMs)
       const refusals = yield* drive(20, 8).pipe(

@@ -19,6 +19,13 @@ import { ask, clientCounters, sleepsBetween, waitUntil } from "../helpers/emulat
 
 const window = "10 seconds"
 
+/**
+ * A key of the seed's basic figures on every model, 20 requests and 18,750 tokens a window (a basic key has no
+ * proprietary model: it gets 404 for one), so that the proprietary models' headers show small numbers.
+ */
+const seeded = (options: Testing.LayerEmulatorOptions) =>
+  Testing.layerEmulator({ tier: "seed", tiers: { seed: Emulator.fallbackQuotas.basic }, ...options })
+
 const sendMany = (model: string, n: number, label = "burst") =>
   Effect.flatMap(Chat.Chat, (chat) =>
     Effect.forEach(
@@ -56,7 +63,7 @@ describe("requests per window", () => {
       const again = yield* chat.createWithResponse(ask("gpt-4o", "after the window"))
       assert.strictEqual(again.response.rateLimit.remainingRequests, 19)
     }).pipe(
-      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+      Effect.provide(seeded({ window, client: { maxRetries: 0 }, rateLimiter: false }))
     ))
 
   it.effect("a call that gives up without retrying adds nothing to the retries counter", () =>
@@ -71,7 +78,7 @@ describe("requests per window", () => {
       // maxRetries is 0: no retry was made, so `ClientMetrics.retries` must not move
       assert.strictEqual(after.retries - before.retries, 0)
     }).pipe(
-      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+      Effect.provide(seeded({ window, client: { maxRetries: 0 }, rateLimiter: false }))
     ))
 
   it.effect("the window slides: requests leave it one by one, not all at a minute boundary", () =>
@@ -88,7 +95,7 @@ describe("requests per window", () => {
       assert.strictEqual(error._tag, "RateLimited")
       if (error._tag === "RateLimited") assert.strictEqual(Duration.toMillis(error.retryAfter!), 6_000)
     }).pipe(
-      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+      Effect.provide(seeded({ window, client: { maxRetries: 0 }, rateLimiter: false }))
     ))
 
   it.effect("an open-source model answers 429 with a detail body and retry-after, without limit headers", () =>
@@ -103,7 +110,7 @@ describe("requests per window", () => {
       assert.isFalse(error.rateLimit!.hasLimitHeaders)
       assert.isUndefined(error.code)
     }).pipe(
-      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+      Effect.provide(seeded({ window, client: { maxRetries: 0 }, rateLimiter: false }))
     ))
 
   it.effect("with retries, 30 concurrent requests all succeed once the clock passes the window", () =>
@@ -131,7 +138,7 @@ describe("requests per window", () => {
       const waited = after.retryWaitMillis - before.retryWaitMillis
       assert.isAtLeast(waited, 10 * 10_000)
       assert.isBelow(waited, 10 * 10_250)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window, rateLimiter: false }))))
+    }).pipe(Effect.provide(seeded({ window, rateLimiter: false }))))
 
   it.effect("a stream over the limit fails with RateLimited before any chunk", () =>
     Effect.gen(function*() {
@@ -141,7 +148,7 @@ describe("requests per window", () => {
       assert.strictEqual(error._tag, "RateLimited")
       if (error._tag === "RateLimited") assert.strictEqual(Duration.toMillis(error.retryAfter!), 10_000)
     }).pipe(
-      Effect.provide(Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false }))
+      Effect.provide(seeded({ window, client: { maxRetries: 0 }, rateLimiter: false }))
     ))
 
   it.effect("with retries, a stream that meets a 429 waits the server's wait and then streams", () =>
@@ -156,7 +163,7 @@ describe("requests per window", () => {
       const plain = yield* chat.create(params)
       assert.strictEqual(folded.text, plain.text)
       assert.deepStrictEqual(folded.usage, plain.usage)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window, rateLimiter: false }))))
+    }).pipe(Effect.provide(seeded({ window, rateLimiter: false }))))
 
   it.effect("a wait longer than the retry budget fails at once instead of sleeping", () =>
     Effect.gen(function*() {
@@ -175,7 +182,7 @@ describe("requests per window", () => {
       const after = yield* clientCounters
       assert.strictEqual(after.rateLimited - before.rateLimited, 1)
       assert.strictEqual(after.retryWaitMillis - before.retryWaitMillis, 0)
-    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "basic", window: "5 minutes", rateLimiter: false }))))
+    }).pipe(Effect.provide(seeded({ window: "5 minutes", rateLimiter: false }))))
 })
 
 describe("tokens per window", () => {

@@ -20,12 +20,12 @@ const keyOf = (name: string) => `gen-${`monthlybudget${name}`.padEnd(48, "0")}`
 /** 100 words of one token each: an embedding of 100 input tokens. */
 const hundred = words(100)
 
-/** bge-m3 on basic: 0.48 EUR per million tokens. */
+/** bge-m3 on standard4000: 0.48 EUR per million tokens. */
 const embedCost = 100 * 0.48 / 1_000_000
 
 const embed = (key: string) => post("/v2/embeddings", key, { model: "text-embedding-bge-m3", input: hundred })
 
-/** One request to every kind of model route. */
+/** One request to every kind of model route, with models of standard4000 (a key may use its plan's models only). */
 const everyModel = (key: string): ReadonlyArray<Effect.Effect<Reply, Error, Emulator.Emulator>> => [
   chat(key, "Llama-3.3-70B-Instruct", "Hi"),
   chat(key, "gpt-4o", "Hi"),
@@ -34,7 +34,7 @@ const everyModel = (key: string): ReadonlyArray<Effect.Effect<Reply, Error, Emul
   post("/v2/completions", key, { model: "Qwen3-30B-A3B-FP8", prompt: "Hi" }),
   post("/v2/responses", key, { model: "gpt-4.1", input: "Hi" }),
   embed(key),
-  post("/v2/embeddings", key, { model: "text-embedding-ada-002", input: "Hi" }),
+  post("/v2/embeddings", key, { model: "jina-embeddings-v2-base-de", input: "Hi" }),
   post("/v2/images/generations", key, { model: "gpt-image-1", prompt: "a cat" }),
   transcribe(key, "whisper-large-v3")
 ]
@@ -65,8 +65,8 @@ describe("a monthly project budget", () => {
     }).pipe(
       Effect.provide(Emulator.layer({
         keys: [
-          { key: keyOf("basic"), tier: "basic", monthlyBudget: { eur: 2.5 * embedCost } },
-          { key: keyOf("other"), tier: "basic", monthlyBudget: { eur: 2.5 * embedCost } }
+          { key: keyOf("basic"), tier: "standard4000", monthlyBudget: { eur: 2.5 * embedCost } },
+          { key: keyOf("other"), tier: "standard4000", monthlyBudget: { eur: 2.5 * embedCost } }
         ]
       }))
     ))
@@ -87,7 +87,7 @@ describe("a monthly project budget", () => {
       assertBudgetReached(yield* chat(key, "gpt-4o", "Hi"))
     }).pipe(
       Effect.provide(
-        Emulator.layer({ keys: [{ key: keyOf("basic"), tier: "basic", monthlyBudget: { eur: embedCost } }] })
+        Emulator.layer({ keys: [{ key: keyOf("basic"), tier: "standard4000", monthlyBudget: { eur: embedCost } }] })
       )
     ))
 

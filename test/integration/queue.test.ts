@@ -15,9 +15,17 @@ import { ask, clientCounters, queuedChat, sleepsBetween, waitUntil } from "../he
 
 const window = "10 seconds"
 
-// retries disabled: a 429 on the queue would surface as a failure instead of being waited out by the client
-const basic = (options: Testing.LayerEmulatorOptions = {}) =>
-  Testing.layerEmulator({ tier: "basic", window, client: { maxRetries: 0 }, rateLimiter: false, ...options })
+// retries disabled: a 429 on the queue would surface as a failure instead of being waited out by the client; a key of
+// the seed's basic figures on every model (20 requests a window: a basic key has no proprietary model)
+const seeded = (options: Testing.LayerEmulatorOptions = {}) =>
+  Testing.layerEmulator({
+    tier: "seed",
+    tiers: { seed: Emulator.fallbackQuotas.basic },
+    window,
+    client: { maxRetries: 0 },
+    rateLimiter: false,
+    ...options
+  })
 
 const fill = (model: string) =>
   Effect.forEach(
@@ -39,9 +47,9 @@ describe("queue endpoints", () => {
       const chat = yield* Chat.Chat
       const standard = yield* chat.create(ask("Llama-3.3-70B-Instruct", "Hello queue"))
       assert.strictEqual(value.text, standard.text)
-    }).pipe(Effect.provide(basic())))
+    }).pipe(Effect.provide(seeded())))
 
-  it.effect("request 21 on a basic key waits for the window instead of a 429, then completes", () =>
+  it.effect("request 21 on a key of 20 a window waits for the window instead of a 429, then completes", () =>
     Effect.gen(function*() {
       const before = yield* clientCounters
       const first = yield* fill("gpt-4o")
@@ -60,7 +68,7 @@ describe("queue endpoints", () => {
       assert.strictEqual(response.rateLimit.observedAt, 10_000)
       const after = yield* clientCounters
       assert.strictEqual(after.rateLimited - before.rateLimited, 0, "no 429 was met")
-    }).pipe(Effect.provide(basic())))
+    }).pipe(Effect.provide(seeded())))
 
   it.effect("the same key meets a 429 on /v2 while the queue waits", () =>
     Effect.gen(function*() {
@@ -73,7 +81,7 @@ describe("queue endpoints", () => {
       yield* TestClock.adjust(window)
       const result = yield* Fiber.join(queued)
       assert.strictEqual(result.response.status, 200)
-    }).pipe(Effect.provide(basic())))
+    }).pipe(Effect.provide(seeded())))
 
   it.effect("a wait longer than the queue's limit is a 429 after all", () =>
     Effect.gen(function*() {
@@ -81,5 +89,5 @@ describe("queue endpoints", () => {
       const error = yield* Effect.flip(queuedChat(ask("gpt-4o", "too long a wait")))
       assert.strictEqual(error._tag, "RateLimited")
       if (error._tag === "RateLimited") assert.strictEqual(Duration.toMillis(error.retryAfter!), 10_000)
-    }).pipe(Effect.provide(basic({ queueMaxWait: "5 seconds" }))))
+    }).pipe(Effect.provide(seeded({ queueMaxWait: "5 seconds" }))))
 })

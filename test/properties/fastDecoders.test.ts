@@ -70,13 +70,23 @@ const count = FastCheck.nat(500)
 
 const counts = { prompt_tokens: count, completion_tokens: nullable(count), total_tokens: count }
 
-/** A usage: counts only (the common one, checked by hand), or with details (left to its class). */
+/** The prompt cache's counts as Anthropic-style proxies report them (Claude models), beside the counts. */
+const cacheCounts = { cache_creation_input_tokens: nullable(count), cache_read_input_tokens: nullable(count) }
+
+/**
+ * A usage: counts only, or with the Anthropic-style cache counts (the common ones, checked by hand), or with details
+ * (left to its class).
+ */
 const usage = FastCheck.oneof(
   { arbitrary: mostOf(counts), weight: 2 },
+  { arbitrary: mostOf({ ...counts, ...cacheCounts }), weight: 1 },
   {
     arbitrary: mostOf({
       ...counts,
-      prompt_tokens_details: nullable(mostOf({ cached_tokens: nullable(count), audio_tokens: nullable(count) })),
+      ...cacheCounts,
+      prompt_tokens_details: nullable(
+        mostOf({ cached_tokens: nullable(count), cache_write_tokens: nullable(count), audio_tokens: nullable(count) })
+      ),
       completion_tokens_details: nullable(mostOf({ reasoning_tokens: nullable(count), audio_tokens: nullable(count) }))
     }),
     weight: 1

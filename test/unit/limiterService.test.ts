@@ -56,7 +56,7 @@ describe("what a request is estimated to cost", () => {
       ]))
       const cost = (model: string | undefined, maxTokens?: number) =>
         limiter.cost("/chat/completions", chatBody(model, maxTokens))
-      assert.deepStrictEqual(cost("configured", 50), { model: "configured", input: prompt, output: 50 })
+      assert.deepStrictEqual(cost("configured", 50), { model: "configured", input: prompt, output: 50, cap: 50 })
       assert.deepStrictEqual(cost("configured"), { model: "configured", input: prompt, output: 300 })
       assert.deepStrictEqual(cost("catalogued"), { model: "catalogued", input: prompt, output: 700 })
       assert.deepStrictEqual(cost("zero"), { model: "zero", input: prompt, output: 500 })

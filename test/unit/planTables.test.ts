@@ -90,6 +90,34 @@ describe("the plans' tables", () => {
     assert.isFalse(Plans.isPlan("toString"))
   })
 
+  it("a plan's models by their API ids: snapshots undated, price bands left out; where each is hosted", () => {
+    const essential = Plans.modelsOf("essential")
+    assert.strictEqual(essential.length, 42 - 4)
+    assert.includeMembers([...essential], ["gpt-4o", "gpt-image-1", "Qwen3-Coder-30B-A3B-Instruct-FP8", "gemini-3-pro"])
+    for (
+      const row of [
+        "gpt-4o-2024-11-20",
+        "gpt-image-1-text-input",
+        "gpt-image-1-image-input",
+        "gemini-3-pro-long-context"
+      ]
+    ) {
+      assert.notInclude(essential, row)
+      assert.isFalse(Plans.hasModel("essential", row), row)
+    }
+    assert.deepStrictEqual([Plans.modelsOf("basic").length, Plans.modelsOf("professional").length], [15, 40])
+    assert.deepStrictEqual(Plans.modelsOf("test"), ["gemma-4-31B"])
+    // the legacy slip " gemini-3-pro" is a model without its space; ids are exact
+    assert.isTrue(Plans.hasModel("standard1000", "gemini-3-pro"))
+    assert.isFalse(Plans.hasModel("essential", "GPT-5"))
+    assert.isFalse(Plans.hasModel("basic", "gpt-4o"))
+    assert.strictEqual(Plans.regionOf("gpt-5"), "azure-sweden-central")
+    assert.strictEqual(Plans.regionOf("gemini-3-pro"), "gcp-europe-west1", "the current plans' spelling")
+    assert.strictEqual(Plans.regionOf("Qwen3-Coder-30B-A3B-Instruct-FP8"), "otc-germany")
+    assert.isUndefined(Plans.regionOf("claude-sonnet-4.5-long-context"))
+    assert.isUndefined(Plans.regionOf("constructor"))
+  })
+
   it("context windows in tokens (the portal's K is a thousand), prices per million", () => {
     assert.strictEqual(Plans.contextOf("essential", "Llama-3.3-70B-Instruct"), 128_000)
     assert.strictEqual(Plans.contextOf("essential", "gpt-4.1"), 1_000_000)

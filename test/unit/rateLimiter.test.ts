@@ -605,14 +605,16 @@ describe("RateLimiter", () => {
       const limiter = yield* limiterWith({ defaultMaxOutputTokens: 500 })
       const body = { model: "m", messages: [{ role: "user", content: "Hello there" }] }
       // 3 priming + 3 per message + "Hello" (2) + "there" (2)
+      // the request's own cap is kept apart too: it must fit the context window with the prompt
       assert.deepStrictEqual(limiter.cost("/chat/completions", { ...body, max_tokens: 50 }), {
         model: "m",
         input: 10,
-        output: 50
+        output: 50,
+        cap: 50
       })
       assert.deepStrictEqual(
         limiter.cost("/chat/completions", { ...body, max_tokens: 50, max_completion_tokens: 70 }),
-        { model: "m", input: 10, output: 70 }
+        { model: "m", input: 10, output: 70, cap: 70 }
       )
       assert.deepStrictEqual(limiter.cost("/chat/completions", body), { model: "m", input: 10, output: 500 })
       yield* limiter.learnModels(

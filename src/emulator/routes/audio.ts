@@ -7,7 +7,7 @@
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
-import { catalogue } from "../catalogue.js"
+import { catalogueOf } from "../catalogue.js"
 import { admit, authenticate, type LimitMode, reject, requireModel } from "../http.js"
 import type { EmulatorState } from "../state.js"
 import { countTokens, generatePieces, hash } from "../text.js"
@@ -28,7 +28,7 @@ const handler = (state: EmulatorState, mode: LimitMode, task: "transcribe" | "tr
     const key = yield* authenticate(state)
     const upload = yield* readUpload(state)
     const file = yield* requireFile(upload)
-    const model = yield* requireModel(yield* requireField(upload, "model"), "stt", "speech to text")
+    const model = yield* requireModel(yield* requireField(upload, "model"), "stt", "speech to text", key)
     const format = upload.fields["response_format"] ?? "json"
     if (!(formats as ReadonlyArray<string>).includes(format)) {
       return yield* reject(400, `response_format must be one of ${formats.join(", ")}`)
@@ -85,10 +85,10 @@ export const router = (state: EmulatorState, mode: LimitMode) =>
     HttpRouter.get(
       "/audio/models",
       Effect.gen(function*() {
-        yield* authenticate(state)
+        const key = yield* authenticate(state)
         return HttpServerResponse.unsafeJson({
           object: "list",
-          data: catalogue.filter((m) => m.kind === "stt").map((m) => ({ id: m.id, object: "model" }))
+          data: catalogueOf(key.tier).filter((m) => m.kind === "stt").map((m) => ({ id: m.id, object: "model" }))
         })
       })
     )

@@ -23,6 +23,7 @@ import {
   requireModel,
   sseResponse
 } from "../http.js"
+import type { CacheUse } from "../promptCache.js"
 import type { EmulatorState } from "../state.js"
 
 const ChatRequest = Schema.extend(
@@ -31,17 +32,31 @@ const ChatRequest = Schema.extend(
 )
 
 // bodies are written as their encoded (wire) types: checked by the compiler, with no per-request validation
-const usageOf = (plan: ChatPlan): typeof Usage.Encoded => ({
-  prompt_tokens: plan.promptTokens,
-  completion_tokens: plan.completionTokens,
-  total_tokens: plan.promptTokens + plan.completionTokens
-})
+/** The usage of an answer; a Claude model's adds what its prompt cache read and wrote, as Anthropic-style proxies do. */
+const usageOf = (plan: ChatPlan, cache: CacheUse | undefined): typeof Usage.Encoded => {
+  const counts = {
+    prompt_tokens: plan.promptTokens,
+    completion_tokens: plan.completionTokens,
+    total_tokens: plan.promptTokens + plan.completionTokens
+  }
+  if (cache === undefined) return counts
+  // both within the prompt's tokens, which include them
+  const read = Math.min(cache.read, plan.promptTokens)
+  const written = Math.min(cache.written, plan.promptTokens - read)
+  return {
+    ...counts,
+    prompt_tokens_details: { cached_tokens: read },
+    cache_creation_input_tokens: written,
+    cache_read_input_tokens: read
+  }
+}
 
 const completion = (
   id: string,
   created: number,
   model: CatalogueModel,
-  plan: ChatPlan
+  plan: ChatPlan,
+  usage: typeof Usage.Encoded
 ): typeof ChatCompletion.Encoded => ({
   id,
   object: "chat.completion",
@@ -67,10 +82,16 @@ const completion = (
     logprobs: null,
     finish_reason: plan.finishReason
   }],
-  usage: usageOf(plan)
+  usage
 })
 
-const chunks = (id: string, created: number, model: CatalogueModel, plan: ChatPlan, includeUsage: boolean) => {
+const chunks = (
+  id: string,
+  created: number,
+  model: CatalogueModel,
+  plan: ChatPlan,
+  usage: typeof Usage.Encoded | undefined
+) => {
   const chunk = (
     delta: NonNullable<NonNullable<typeof ChatCompletionChunk.Encoded["choices"]>[number]["delta"]>,
     finish: string | null = null,
@@ -81,7 +102,7 @@ const chunks = (id: string, created: number, model: CatalogueModel, plan: ChatPl
     created,
     model: model.id,
     choices: choices ? [{ index: 0, delta, finish_reason: finish }] : [],
-    ...(choices ? {} : { usage: usageOf(plan) })
+    ...(choices ? {} : { usage })
   })
   const out: Array<unknown> = [chunk({ role: "assistant", content: plan.toolCall ? null : "" })]
   for (const piece of plan.reasoning) out.push(chunk({ reasoning_content: piece }))
@@ -98,7 +119,7 @@ const chunks = (id: string, created: number, model: CatalogueModel, plan: ChatPl
   }
   for (const piece of plan.content) out.push(chunk({ content: piece }))
   out.push(chunk({}, plan.finishReason))
-  if (includeUsage) out.push(chunk({}, null, false))
+  if (usage !== undefined) out.push(chunk({}, null, false))
   return out
 }
 
@@ -108,17 +129,20 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     const params = yield* decodeBody(ChatRequest)
     if (params.messages.length === 0) return yield* reject(400, "messages must contain at least one message")
     yield* checkSampling(params)
-    const model = yield* requireModel(params.model, "chat", "chat completions")
+    const model = yield* requireModel(params.model, "chat", "chat completions", key)
     const plan = planChat(model, params)
     const headers = yield* admit(state, key, model, { input: plan.promptTokens, output: plan.completionTokens }, mode)
     const n = state.next()
     const id = `chatcmpl-${n.toString(36).padStart(6, "0")}`
-    const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+    const now = yield* Clock.currentTimeMillis
+    const created = Math.floor(now / 1000)
+    // an admitted request reads and writes the prompt cache, streamed or not
+    const usage = usageOf(plan, state.promptCache.use(key.key, model.id, params, now))
     if (params.stream === true) {
-      const includeUsage = params.stream_options?.include_usage === true
-      return sseResponse(chunks(id, created, model, plan, includeUsage), headers, state.streamChunkDelayMs)
+      const last = params.stream_options?.include_usage === true ? usage : undefined
+      return sseResponse(chunks(id, created, model, plan, last), headers, state.streamChunkDelayMs)
     }
-    return HttpServerResponse.unsafeJson(completion(id, created, model, plan), { headers })
+    return HttpServerResponse.unsafeJson(completion(id, created, model, plan, usage), { headers })
   })
 
 /**

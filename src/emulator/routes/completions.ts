@@ -33,7 +33,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
   Effect.gen(function*() {
     const key = yield* authenticate(state)
     const params = yield* decodeBody(CompletionRequest)
-    const model = yield* requireModel(params.model, "chat", "text completions")
+    const model = yield* requireModel(params.model, "chat", "text completions", key)
     if (model.proprietary) return yield* reject(400, `Model '${model.id}' does not support /completions`)
     yield* checkSampling(params)
     const prompts = typeof params.prompt === "string" ? [params.prompt] : params.prompt

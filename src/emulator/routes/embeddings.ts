@@ -24,7 +24,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
   Effect.gen(function*() {
     const key = yield* authenticate(state)
     const params = yield* decodeBody(EmbeddingRequest)
-    const model = yield* requireModel(params.model, "embedding", "embeddings")
+    const model = yield* requireModel(params.model, "embedding", "embeddings", key)
     const inputs = typeof params.input === "string" ? [params.input] : params.input
     if (inputs.length === 0) return yield* reject(400, "input must not be empty")
     if (inputs.length > 2048) return yield* reject(400, "input must hold at most 2048 texts")

@@ -90,7 +90,7 @@ export const router = (state: EmulatorState) =>
       Effect.gen(function*() {
         const key = yield* fineTuningKey(state)
         const params = yield* decodeBody(CreateRequest)
-        const model = yield* requireModel(params.model, "chat", "fine-tuning")
+        const model = yield* requireModel(params.model, "chat", "fine-tuning", key)
         const files = state.store.of(key.key).files
         const training = files.get(params.training_file)
         if (training === undefined) return yield* reject(404, `File '${params.training_file}' not found`)

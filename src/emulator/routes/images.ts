@@ -53,7 +53,7 @@ export const generations = (state: EmulatorState, mode: LimitMode) =>
     Effect.gen(function*() {
       const key = yield* authenticate(state)
       const params = yield* decodeBody(GenerationRequest)
-      const model = yield* requireModel(params.model, "image", "image generation")
+      const model = yield* requireModel(params.model, "image", "image generation", key)
       const n = params.n ?? 1
       yield* checkN(n)
       if (params.prompt.trim() === "") return yield* reject(400, "prompt must not be empty")
@@ -78,7 +78,7 @@ export const edits = (state: EmulatorState, mode: LimitMode) =>
       const key = yield* authenticate(state)
       const upload = yield* readUpload(state)
       const image = yield* requireFile(upload, "image")
-      const model = yield* requireModel(yield* requireField(upload, "model"), "image", "image edits")
+      const model = yield* requireModel(yield* requireField(upload, "model"), "image", "image edits", key)
       const prompt = yield* requireField(upload, "prompt")
       const n = Number(upload.fields["n"] ?? "1")
       yield* checkN(n)

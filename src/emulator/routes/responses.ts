@@ -200,7 +200,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
   Effect.gen(function*() {
     const key = yield* authenticate(state)
     const params = yield* decodeBody(ResponseRequest)
-    const model = yield* requireModel(params.model, "chat", "responses")
+    const model = yield* requireModel(params.model, "chat", "responses", key)
     if (!isOpenAIModel(model.id)) {
       return yield* reject(
         400,

@@ -11,7 +11,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { AddFileParams, CreateVectorStoreParams, EmbeddingModels, SearchParams } from "../../schemas/VectorStores.js"
-import { authenticate, decodeBody, reject, requireModel } from "../http.js"
+import { authenticate, decodeBody, reject, requireCatalogued } from "../http.js"
 import type { EmulatorState, KeySpec } from "../state.js"
 import {
   chunkText,
@@ -165,8 +165,8 @@ export const router = (state: EmulatorState) =>
         const params = yield* decodeBody(CreateRequest)
         const textModel = params.chunking_strategy?.text_embedding_model ?? defaultTextModel
         const visionModel = params.chunking_strategy?.vision_embedding_model ?? defaultVisionModel
-        const text = yield* requireModel(textModel, "embedding", "text embeddings")
-        yield* requireModel(visionModel, "embedding", "vision embeddings")
+        const text = yield* requireCatalogued(textModel, "embedding", "text embeddings")
+        yield* requireCatalogued(visionModel, "embedding", "vision embeddings")
         const stores = state.store.of(key.key).vectorStores
         if ([...stores.values()].some((vs) => vs.name === params.name)) {
           return yield* reject(409, `A vector store named '${params.name}' already exists`)

@@ -42,10 +42,21 @@ export const usage = (u: Usage | null | undefined): typeof Response.Usage.Encode
   ...(typeof u?.completion_tokens_details?.reasoning_tokens === "number"
     ? { reasoningTokens: u.completion_tokens_details.reasoning_tokens }
     : {}),
-  ...(typeof u?.prompt_tokens_details?.cached_tokens === "number"
-    ? { cachedInputTokens: u.prompt_tokens_details.cached_tokens }
-    : {})
+  // read from the prompt cache, under OpenAI's name or an Anthropic-style proxy's
+  ...(typeof u?.cacheReadTokens === "number" ? { cachedInputTokens: u.cacheReadTokens } : {})
 })
+
+/**
+ * The finish part's fields: the reason, the usage and, where the answer reports a prompt-cache write (which
+ * `@effect/ai`'s usage has no field for), `metadata.aifs.cacheWriteTokens`.
+ */
+const finish = (reason: Response.FinishReason, u: Usage | null | undefined) =>
+  ({
+    type: "finish",
+    reason,
+    usage: usage(u),
+    ...(typeof u?.cacheWriteTokens === "number" ? { metadata: { aifs: { cacheWriteTokens: u.cacheWriteTokens } } } : {})
+  }) as const
 
 const metadata = (
   answer: { readonly id: string; readonly model: string; readonly created?: number | null | undefined }
@@ -98,7 +109,7 @@ export const parts = (
       const params = yield* parseArguments("generateText", call.function.name, call.function.arguments)
       out.push({ type: "tool-call", id: call.id, name: call.function.name, params, providerExecuted: false })
     }
-    out.push({ type: "finish", reason, usage: usage(answer.usage) })
+    out.push(finish(reason, answer.usage))
     return out
   })
 
@@ -175,7 +186,7 @@ class StreamState {
         const params = yield* parseArguments("streamText", call.name, call.arguments)
         out.push({ type: "tool-call", id: call.id, name: call.name, params, providerExecuted: false })
       }
-      out.push({ type: "finish", reason: finishReason(this.reason), usage: usage(this.usage) })
+      out.push(finish(finishReason(this.reason), this.usage))
       return out
     })
   }

@@ -6,7 +6,9 @@
  * @internal
  */
 import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Metric from "effect/Metric"
 import { BudgetExceeded } from "../../schemas/Errors.js"
 import * as Metrics from "../metrics.js"
@@ -20,6 +22,8 @@ interface KeyMonth {
   readonly month: string
   /** What the store said when last read, and what this process added since. */
   models: Record<string, Spend.Tally>
+  /** What this process added that is not in the store yet (written a second later, or when the limiter closes). */
+  unsaved: Record<string, Spend.Tally>
   /** When the store was last read, in epoch milliseconds. */
   readAt: number
   /** What the requests admitted and not yet settled are estimated to cost. */
@@ -37,7 +41,15 @@ export interface Meter {
   readonly keys: Map<string, KeyMonth>
   /** Models answered with usage that no price covers. */
   readonly unpriced: Set<string>
+  /** The write of what is unsaved, once scheduled. */
+  writer: Fiber.RuntimeFiber<void> | undefined
 }
+
+/**
+ * How long what this process spent stays in its memory before it is written to the store, in one addition per model:
+ * an answer never waits for the store (a file or Redis), and a run of a million requests writes a few hundred times.
+ */
+const writeAfter = Duration.seconds(1)
 
 /** How long what other processes spent may go unseen: the store is read again after this long. */
 const refreshMs = 1000
@@ -49,7 +61,8 @@ export const make = (options: Options, store: Store): Meter => ({
   budget: options.budget,
   prices: options.prices,
   keys: new Map(),
-  unpriced: new Set()
+  unpriced: new Set(),
+  writer: undefined
 })
 
 const priceOf = (meter: Meter, model: string) => Spend.pricesOf(meter.tier, model, meter.prices)
@@ -59,7 +72,14 @@ const local = (meter: Meter, key: string, now: number): KeyMonth => {
   const month = Spend.monthOf(now)
   const known = meter.keys.get(key)
   if (known !== undefined && known.month === month) return known
-  const fresh: KeyMonth = { month, models: {}, readAt: Number.NEGATIVE_INFINITY, pending: 0, warned: false }
+  const fresh: KeyMonth = {
+    month,
+    models: {},
+    unsaved: {},
+    readAt: Number.NEGATIVE_INFINITY,
+    pending: 0,
+    warned: false
+  }
   meter.keys.set(key, fresh)
   return fresh
 }
@@ -71,7 +91,11 @@ const current = (meter: Meter, key: string, now: number): Effect.Effect<KeyMonth
   known.readAt = now
   return meter.store.spendOf(key, known.month).pipe(
     Effect.map((models) => {
+      // the store's count, and what this process has not written to it yet
       known.models = { ...models }
+      for (const [model, tally] of Object.entries(known.unsaved)) {
+        known.models[model] = Spend.add(known.models[model] ?? Spend.empty, tally)
+      }
       return known
     }),
     Effect.catchAll((error) => Effect.as(warned(error), known))
@@ -161,8 +185,9 @@ export const record = (meter: Meter, ticket: Ticket, usage: Usage): Effect.Effec
     return Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const month = local(meter, key, now)
       month.models[model] = Spend.add(month.models[model] ?? Spend.empty, spent)
+      month.unsaved[model] = Spend.add(month.unsaved[model] ?? Spend.empty, spent)
       return Effect.all([
-        Effect.catchAll(meter.store.addSpend(key, month.month, model, spent), warned),
+        scheduleWrite(meter),
         Metric.update(
           Metrics.spend.pipe(Metric.tagged("model", model), Metric.tagged("currency", Spend.currency)),
           cost
@@ -174,6 +199,41 @@ export const record = (meter: Meter, ticket: Ticket, usage: Usage): Effect.Effec
         warnings(meter, month, model, prices !== undefined)
       ], { discard: true })
     })
+  })
+
+/** Writes what every key's months hold unsaved to the store, one addition per model (a failure: a warning). */
+export const save = (meter: Meter): Effect.Effect<void> =>
+  Effect.forEach([...meter.keys.entries()], ([key, month]) => {
+    const unsaved = Object.entries(month.unsaved)
+    month.unsaved = {}
+    return Effect.forEach(
+      unsaved,
+      ([model, spent]) => Effect.catchAll(meter.store.addSpend(key, month.month, model, spent), warned),
+      { discard: true }
+    )
+  }, { discard: true })
+
+/** The write of what is unsaved, `writeAfter` from now, unless one is scheduled already. */
+const scheduleWrite = (meter: Meter): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (meter.writer !== undefined) return Effect.void
+    const write = Effect.zipRight(
+      Effect.sleep(writeAfter),
+      Effect.suspend(() => {
+        meter.writer = undefined
+        return save(meter)
+      })
+    )
+    // interruptible even when scheduled from a finalizer (a stream's end): `close` interrupts the wait
+    return Effect.map(Effect.forkDaemon(Effect.interruptible(write)), (fiber) => void (meter.writer = fiber))
+  })
+
+/** The meter closed with its limiter: the scheduled write is not waited for, what is unsaved is written now. */
+export const close = (meter: Meter): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const writer = meter.writer
+    meter.writer = undefined
+    return Effect.zipRight(writer === undefined ? Effect.void : Fiber.interrupt(writer), save(meter))
   })
 
 /** `permit`, metered: its settlement releases its estimate, its usage is recorded. */

@@ -6,6 +6,7 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { ContextLengthExceeded } from "../../schemas/Errors.js"
@@ -54,8 +55,9 @@ const costing = (options: Options, estimate: (path: string, params: unknown) => 
     if (model !== undefined && Plans.requestsOnly(model)) return { model, input: 0, output: 0 }
     const output = !generates ? 0 : maxOutputTokens ??
       (model === undefined ? undefined : maxOutput.get(model)) ?? options.defaultMaxOutputTokens ?? 1024
-    const cap = generates && maxOutputTokens !== undefined ? Math.ceil(maxOutputTokens) : undefined
-    return { model, input: Math.ceil(promptTokens), output: Math.ceil(output), cap }
+    const costs = { model, input: Math.ceil(promptTokens), output: Math.ceil(output) }
+    // the request's own cap, when it sets one: what must fit the context window with the prompt
+    return generates && maxOutputTokens !== undefined ? { ...costs, cap: Math.ceil(maxOutputTokens) } : costs
   }
   const learnt =
     (known: Map<string, number>, configured: Readonly<Record<string, number>> | undefined) =>
@@ -89,11 +91,15 @@ const overflowOf = (ticket: Ticket, window: number | undefined): ContextLengthEx
   })
 }
 
-/** The limiter with `options`, on `store`, estimating with `estimate`. */
+/**
+ * The limiter with `options`, on `store`, estimating with `estimate`, metering spend with `meter` (what it has not
+ * written to the store yet is written a second later: `makeScoped` also writes it when its scope closes).
+ */
 export const make = (
   options: Options,
   store: Store,
-  estimate: (path: string, params: unknown) => BodyEstimate
+  estimate: (path: string, params: unknown) => BodyEstimate,
+  meter: Meter.Meter = Meter.make(options, store)
 ): Effect.Effect<Service> =>
   Effect.map(coreOf(options, store), (core) => {
     const tier = options.tier ?? "auto"
@@ -107,7 +113,6 @@ export const make = (
       return bucket
     }
     const costOf = (ticket: Ticket) => Budgets.cost(ticket.input ?? 0, ticket.output ?? 0)
-    const meter = Meter.make(options, store)
     const { windowOf, ...costs } = costing(options, estimate)
     const contextCheck = options.contextCheck ?? true
     // a request that cannot fit its model's window is refused first; then the budget's admission (a refusal costs no
@@ -168,3 +173,13 @@ export const make = (
       queueRouting: options.queueRouting ?? false
     }
   })
+
+/** `make`, whose spend not yet written to the store is written when the scope closes (a process's last answers). */
+export const makeScoped = (
+  options: Options,
+  store: Store,
+  estimate: (path: string, params: unknown) => BodyEstimate
+): Effect.Effect<Service, never, Scope.Scope> => {
+  const meter = Meter.make(options, store)
+  return Effect.zipLeft(make(options, store, estimate, meter), Effect.addFinalizer(() => Meter.close(meter)))
+}
