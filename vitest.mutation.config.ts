@@ -13,7 +13,7 @@ export default defineConfig({
     ...base.test,
     include: [
       "test/unit/**/*.test.ts",
-      "test/integration/{limiter,limits,rateLimitHeaders,timeouts,faults,queue,redisStore,keyRotation}.test.ts",
+      "test/integration/{limiter,limits,rateLimitHeaders,timeouts,faults,queue,redisStore,redisSpend,keyRotation}.test.ts",
       // the budgets binding in turn and the key a spent budget stops: seconds, on the TestClock
       "test/integration/{budgets,quotaExceeded}.test.ts"
     ],
