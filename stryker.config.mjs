@@ -80,14 +80,14 @@ export const groups = {
  * is still to be made and its survivors killed; docs/mutation.md lists it.
  */
 export const deferred = {
-  limits: "the limiter's pure parts, rebuilt for issue 32 and grouped this session; not run yet (the session's two " +
-    "cores went to the limiter's, the Redis store's and the batch command's groups): the next session runs it",
+  limits: "the limiter's pure parts (with the spend's prices and costs), rebuilt for issues 32 and 34; not run yet: " +
+    "the two sessions' cores went to the groups CI runs (transport's stale increments made CI time out); next session",
   redisLink: "new for issue 32; its first run scored 81.3% (12 survivors, 2 untested): `within`'s answer and error " +
     "paths untested, three `settled` flags equivalent (a promise settles once), the subscriber's ready check and " +
     "awaited subscription untested; the next session kills or marks them",
   limiter:
-    "rebuilt in parts for issue 32; its first run (1,821 mutants, about two hours on two cores) was cut at 42% " +
-    "by the end of the session, 15% survived so far: the next session runs it whole and kills its survivors"
+    "rebuilt in parts for issue 32 (and the spend meter of issue 34); its first run (1,821 mutants, about two hours " +
+    "on two cores alone) was cut at 42%, 15% survived so far: the next session runs it whole first and kills its survivors"
 }
 
 const group = process.env.MUTATION_RUN
