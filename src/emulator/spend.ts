@@ -5,6 +5,7 @@
  * @since 0.4.0
  */
 import { isPlan, pricesOf } from "../internal/plans.js"
+import * as Costs from "../internal/spend.js"
 
 /**
  * EUR per million input and output tokens where the plan's table gives no price: a custom tier, or a model the key's
@@ -42,7 +43,7 @@ export const pricesFor = (tier: string, model: string): Prices =>
  * @category prices
  */
 export const costOf = (prices: Prices, usage: { readonly input: number; readonly output: number }): number =>
-  (usage.input * prices.input + usage.output * prices.output) / 1_000_000
+  Costs.costOf(prices, usage)
 
 /**
  * The calendar month (UTC) of a time, as a count of months: the budget starts again when it changes.

@@ -43,6 +43,8 @@ export interface Meter {
   readonly unpriced: Set<string>
   /** The write of what is unsaved, once scheduled. */
   writer: Fiber.RuntimeFiber<void> | undefined
+  /** The `aifs.spend` counter of each model (tagged once, not per answer). */
+  readonly counters: Map<string, Metric.Metric.Counter<number>>
 }
 
 /**
@@ -62,8 +64,19 @@ export const make = (options: Options, store: Store): Meter => ({
   prices: options.prices,
   keys: new Map(),
   unpriced: new Set(),
-  writer: undefined
+  writer: undefined,
+  counters: new Map()
 })
+
+/** The model's `aifs.spend` counter, tagged with it and the currency. */
+const counterOf = (meter: Meter, model: string): Metric.Metric.Counter<number> => {
+  let counter = meter.counters.get(model)
+  if (counter === undefined) {
+    counter = Metrics.spend.pipe(Metric.tagged("model", model), Metric.tagged("currency", Spend.currency))
+    meter.counters.set(model, counter)
+  }
+  return counter
+}
 
 const priceOf = (meter: Meter, model: string) => Spend.pricesOf(meter.tier, model, meter.prices)
 
@@ -188,10 +201,7 @@ export const record = (meter: Meter, ticket: Ticket, usage: Usage): Effect.Effec
       month.unsaved[model] = Spend.add(month.unsaved[model] ?? Spend.empty, spent)
       return Effect.all([
         scheduleWrite(meter),
-        Metric.update(
-          Metrics.spend.pipe(Metric.tagged("model", model), Metric.tagged("currency", Spend.currency)),
-          cost
-        ),
+        Metric.update(counterOf(meter, model), cost),
         // a model priced nowhere has no cost to show (not a cost of 0)
         prices === undefined
           ? Effect.void
