@@ -10,6 +10,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { BatchSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
 import OpenAI from "openai"
 import { request as undiciRequest } from "undici"
 import { drain, fixed, listen, percentile, published, type Report, textTable, thousands, within } from "./common.js"
@@ -50,10 +51,18 @@ const apiKey = "gen-benchbenchbenchbenchbenchbenchbenchbenchbenchbe"
 /** Sends one request and resolves when its answer is decoded. */
 type Send = () => Promise<unknown>
 
+/** The process's CPU time since `since`, per request, in µs. */
+const cpuPerRequest = (since: NodeJS.CpuUsage, count: number): number => {
+  const used = process.cpuUsage(since)
+  return (used.user + used.system) / count
+}
+
 interface Measure {
   readonly rps: number
   readonly p50: number
   readonly p99: number
+  /** The process's CPU time (user and system, the server's included) per request, µs. */
+  readonly cpuUs: number
 }
 
 /** `count` sends, at most `width` at once; latency of each from its start. */
@@ -69,9 +78,15 @@ const measure = async (send: Send, count: number, width: number): Promise<Measur
     }
   }
   const started = performance.now()
+  const cpu = process.cpuUsage()
   await Promise.all(Array.from({ length: width }, worker))
   const elapsed = performance.now() - started
-  return { rps: (count * 1000) / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
+  return {
+    rps: (count * 1000) / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    cpuUs: cpuPerRequest(cpu, count)
+  }
 }
 
 /** The same loop inside Effect, as an Effect program would run it (no `runPromise` per request). */
@@ -88,9 +103,15 @@ const measureEffect = (send: Effect.Effect<unknown, unknown>, count: number, wid
       }
     })
     const started = performance.now()
+    const cpu = process.cpuUsage()
     yield* Effect.all(Array.from({ length: width }, () => worker), { concurrency: "unbounded", discard: true })
     const elapsed = performance.now() - started
-    return { rps: (count * 1000) / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
+    return {
+      rps: (count * 1000) / elapsed,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      cpuUs: cpuPerRequest(cpu, count)
+    }
   })
 
 /** The tracers of the traced rows: `@effect/opentelemetry`'s bridge, or `effect-aifs/otel`'s. */
@@ -216,8 +237,10 @@ export const run = async (): Promise<Report> => {
           const send = (yield* Chat.Chat).create(params)
           yield* measureEffect(send, warmup, 1)
           yield* countSteps(name, send)
+          // on this fiber's runtime: `Effect.runPromise` would run the loop without the layer's tracer
+          const runtime = yield* Effect.runtime<never>()
           return yield* Effect.promise(() =>
-            profiled(`${name}, sequential`, () => Effect.runPromise(measureEffect(send, sequentialCount, 1)))
+            profiled(`${name}, sequential`, () => Runtime.runPromise(runtime, measureEffect(send, sequentialCount, 1)))
           )
         })
         const { traced, ...rest } = options as typeof options & { traced?: Traced }
@@ -251,8 +274,12 @@ export const run = async (): Promise<Report> => {
     for (let round = 0; round < rounds; round++) {
       await promised("raw undici", undiciSend)
       await promised("openai", openaiSend)
+      // our rows in the opposite order every other round: the row that runs first warms the others
       const ours = async () => {
-        for (const [name, options] of Object.entries(ourOptions)) record(name, await Effect.runPromise(ourRow(options)))
+        const entries = Object.entries(ourOptions)
+        for (const [name, options] of round % 2 === 0 ? entries : entries.reverse()) {
+          record(name, await Effect.runPromise(ourRow(options)))
+        }
       }
       const baselines = async () => {
         if (baseline === undefined) return
@@ -300,14 +327,16 @@ export const run = async (): Promise<Report> => {
         `sequential (${thousands(sequentialCount)})`,
         thousands(r.sequential.rps),
         fixed(r.sequential.p50, 3),
-        fixed(r.sequential.p99, 3)
+        fixed(r.sequential.p99, 3),
+        fixed(r.sequential.cpuUs, 0)
       ],
       [
         name,
         `${inFlight} in flight (${thousands(concurrentCount)})`,
         thousands(r.concurrent.rps),
         fixed(r.concurrent.p50, 3),
-        fixed(r.concurrent.p99, 3)
+        fixed(r.concurrent.p99, 3),
+        fixed(r.concurrent.cpuUs, 0)
       ]
     ]
   })
@@ -321,20 +350,33 @@ export const run = async (): Promise<Report> => {
   const tracedVsOpenai = ratio("effect-aifs (defaults, OpenTelemetry)", "openai")
   const tracedVsDefaults = ratio("effect-aifs (defaults, OpenTelemetry)", "effect-aifs (defaults)")
   const oursVsDefaults = ratio("effect-aifs (defaults, effect-aifs/otel)", "effect-aifs (defaults)")
+  // two rows run side by side in every round: the median of the rounds' own ratios (of requests/s), and of the
+  // requests each CPU-second serves (the inverse ratio of CPU time per request, which another process on the machine
+  // moves far less than it moves requests/s)
+  const medianRatio = (ours: string, theirs: string, of: (m: Measure) => number) => (mode: Mode) => {
+    const ratios = runs[ours]!.map((round, i) => of(round[mode]) / of(runs[theirs]![i]![mode]))
+    return ratios.sort((a, b) => a - b)[ratios.length >> 1]!
+  }
+  const pairedOurs = medianRatio("effect-aifs (defaults, effect-aifs/otel)", "effect-aifs (defaults)", (m) => m.rps)
+  const cpuOurs = medianRatio("effect-aifs (defaults)", "effect-aifs (defaults, effect-aifs/otel)", (m) => m.cpuUs)
+  const cpuBridge = medianRatio("effect-aifs (defaults)", "effect-aifs (defaults, OpenTelemetry)", (m) => m.cpuUs)
   const ratioRow = (
     name: string,
     r: (mode: Mode) => number
-  ) => [name, "ratio: sequential | 64 in flight", both(r), "", ""]
+  ) => [name, "ratio: sequential | 64 in flight", both(r), "", "", ""]
   return {
     name: "overhead",
     title: "Overhead per request",
-    headers: ["client", "mode", "requests/s", "p50 ms", "p99 ms"],
+    headers: ["client", "mode", "requests/s", "p50 ms", "p99 ms", "CPU µs / request"],
     rows: [
       ...rows,
       ratioRow("effect-aifs (defaults) / openai", defaultsVsOpenai),
       ratioRow("effect-aifs (defaults, OpenTelemetry) / openai", tracedVsOpenai),
       ratioRow("effect-aifs (defaults, OpenTelemetry) / effect-aifs (defaults)", tracedVsDefaults),
       ratioRow("effect-aifs (defaults, effect-aifs/otel) / effect-aifs (defaults)", oursVsDefaults),
+      ratioRow("the same, the median of each round's own ratio", pairedOurs),
+      ratioRow("the same, requests per CPU-second (CPU µs per request untraced / traced)", cpuOurs),
+      ratioRow("effect-aifs (defaults, OpenTelemetry), requests per CPU-second / untraced", cpuBridge),
       ratioRow("effect-aifs / openai", ratio("effect-aifs", "openai")),
       ratioRow("effect-aifs / @effect/platform HttpClient", bareVsPlatform),
       ratioRow("effect-aifs (defaults) / @effect/platform HttpClient", defaultsVsPlatform),
@@ -363,7 +405,8 @@ export const run = async (): Promise<Report> => {
       {
         target: "tracing through `effect-aifs/otel`: at least 0.95x the defaults row untraced",
         met: atLeast(oursVsDefaults, 0.95),
-        detail: `${both(oursVsDefaults)} (sequential | 64 in flight)`
+        detail: `${both(oursVsDefaults)}; paired by round ${both(pairedOurs)}, by CPU time per request ` +
+          `${both(cpuOurs)} (sequential | 64 in flight)`
       },
       {
         target: "at least 0.6x the @effect/platform HttpClient alone",
@@ -375,7 +418,8 @@ export const run = async (): Promise<Report> => {
       `${completion.length}-byte ChatCompletion. In each of ${rounds} rounds every client sends ${warmup} warm-up requests, then ` +
       `${thousands(sequentialCount)} one after the other and ${thousands(concurrentCount)} with ${inFlight} in ` +
       `flight (workers pulling from a shared counter); each figure is the round with the median requests/s; latency from ` +
-      `send to decoded answer. effect-aifs, as published (\`dist/\`, built by the benchmark, not through the ` +
+      `send to decoded answer; CPU time is the whole process's (user and system, the server's included) over the loop. ` +
+      `This client's rows run in the opposite order every other round. effect-aifs, as published (\`dist/\`, built by the benchmark, not through the ` +
       `TypeScript loader): \`Chat.create\` inside one Effect program (no \`runPromise\` per request), bare with ` +
       `\`Node.layer({ rateLimiter: false, maxRetries: 0 })\`, defaults with \`Node.layer\`'s defaults (the ` +
       `limiter on, retries on) and the model's limits set far above the load (an unknown plan would be probed), ` +

@@ -82,7 +82,7 @@ if (process.argv.includes("--write")) {
       `Deferred: the group \`${group}\` (${groups[group].map((f) => `\`${f}\``).join(", ")}): ${why}.`,
       ""
     ]),
-    "## Equivalent mutants (ignored in the code, with the reason)",
+    "## Equivalent mutants (listed in stryker.config.mjs, with the reason)",
     "",
     ...equivalents,
     "",

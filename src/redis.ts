@@ -138,7 +138,6 @@ const reservationFrom = (reply: ReadonlyArray<string | number>): LimiterStore.Re
     _tag: "Admitted",
     id: Number(reply[1]),
     usage: usageFrom(reply, 3),
-    // Stryker disable next-line EqualityOperator: a kept place never asks a wait of 0: the waiter ahead is alive, so its time and grace are still to come
     ...(queuedMs >= 0 ? { queuedMs } : {})
   }
 }

@@ -48,7 +48,6 @@ const alive = (holder: Holder, lock: string): boolean => {
     return true
   } catch (error) {
     // EPERM: the process exists, under another user
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,StringLiteral: EPERM needs a process of another user, which tests run as root (CI) cannot have
     return (error as NodeJS.ErrnoException).code === "EPERM"
   }
 }

@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { contextOf, hasModel, isPlan, modelsOf, planNames, regionOf } from "../internal/plans.js"
+import { contextWindowOf, hasModel, isPlan, modelsOf, planNames, regionOf } from "../internal/plans.js"
 import { plans } from "../internal/planTables.js"
 import type { ModelMetaData } from "../schemas/Models.js"
 
@@ -133,15 +133,6 @@ const newestFirst = [
   ...planNames.filter((plan) => plans[plan].generation !== "current")
 ]
 
-/** A model's context window in tokens as the tables give it (the legacy plans give none): 0 when unknown. */
-const contextWindow = (id: string): number => {
-  for (const plan of newestFirst) {
-    const context = contextOf(plan, id)
-    if (context !== undefined) return context
-  }
-  return 0
-}
-
 const modelTypes = { chat: "LLM", embedding: "EMBEDDING", stt: "STT", image: "IMAGE" } as const
 const outputs = { chat: ["text"], embedding: ["embedding"], stt: ["text"], image: ["image"] } as const
 const inputs = { chat: ["text"], embedding: ["text"], stt: ["audio"], image: ["text"] } as const
@@ -156,7 +147,7 @@ const entry = (id: string): CatalogueModel => {
   const meta: ModelMetaData = {
     model_type: modelTypes[kind],
     source_type: proprietary ? "PROPRIETARY" : "OPEN SOURCE",
-    max_sequence_length: contextWindow(id),
+    max_sequence_length: contextWindowOf(id) ?? 0,
     hidden_size: t.dimensions ?? 0,
     max_output_length: t.output ?? 0,
     deployment_region: region,

@@ -546,6 +546,30 @@ export const checkRange = (
   return reject(400, `${name} must be ${range.integer === true ? "an integer" : "a number"} ${bounds}, got ${value}`)
 }
 
+/**
+ * Refuses (400) a request whose prompt and output cap exceed its model's context window (`max_sequence_length`, when
+ * known), in the words of the model's server: vLLM's for the operator's own models, OpenAI's (with its
+ * `context_length_exceeded` code) for the proprietary ones.
+ *
+ * @since 0.1.0
+ * @category bodies
+ */
+export const fitsContext = (
+  model: CatalogueModel,
+  promptTokens: number,
+  cap: number | null | undefined
+): Effect.Effect<void, Reject> => {
+  const window = model.meta.max_sequence_length ?? 0
+  const requested = promptTokens + (cap ?? 0)
+  if (window <= 0 || requested <= window) return Effect.void
+  const message = `This model's maximum context length is ${window} tokens. However, you requested ${requested} ` +
+    `tokens (${promptTokens} in the messages, ${cap ?? 0} in the completion). Please reduce the length of the ` +
+    `messages or completion.`
+  if (!model.proprietary) return reject(400, message)
+  const error = { message, type: "invalid_request_error", param: "messages", code: "context_length_exceeded" }
+  return Effect.fail(new Reject({ response: HttpServerResponse.unsafeJson({ error }, { status: 400 }) }))
+}
+
 /** No model has a context of a million tokens: a bigger budget is a mistake. */
 const maxTokenBudget = 1_000_000
 

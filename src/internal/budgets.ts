@@ -109,10 +109,3 @@ export const noun: { readonly [D in Dimension]: string } = {
   output: "output tokens",
   tokens: "tokens"
 }
-
-/** Limits read as `requests/input/output` (and `+tokens` when a combined budget is set): what `aifs limits` shows. */
-export const describe = (limits: Limits): string => {
-  const part = (d: Dimension) => limits[d].value?.toLocaleString("en-US") ?? "-"
-  const combined = limits.tokens.value === undefined ? "" : `, ${part("tokens")} tokens combined`
-  return `${part("requests")} requests / ${part("input")} in / ${part("output")} out${combined}`
-}

@@ -4,7 +4,7 @@
  * exports (`planTables.ts`); this module only looks them up.
  * @internal
  */
-import { type Dimension, type Limit, type Limits, noLimits, shared } from "./budgets.js"
+import { type Limit, type Limits, noLimits, shared } from "./budgets.js"
 import { type Figure, type ModelRow, plans, type PlanTable, regions } from "./planTables.js"
 
 /** A plan of the service: the name `AIFS_TIER` takes. */
@@ -22,8 +22,7 @@ export const rowOf = (plan: Plan, model: string): ModelRow | undefined => {
   const models: Readonly<Record<string, ModelRow>> = table.models
   const aliases: Readonly<Record<string, string>> = table.aliases
   if (Object.hasOwn(models, model)) return models[model]
-  const alias = Object.hasOwn(aliases, model) ? aliases[model] : undefined
-  return alias === undefined ? undefined : models[alias]
+  return Object.hasOwn(aliases, model) ? models[aliases[model]!] : undefined
 }
 
 /** A table's models under the ids the API is inferred to use, price-band rows left out. */
@@ -63,6 +62,13 @@ export const presetOf = (plan: Plan, model: string): Limits | undefined => {
 /** A model's context window on a plan, in tokens, when the table gives one. */
 export const contextOf = (plan: Plan, model: string): number | undefined => rowOf(plan, model)?.[3]
 
+/**
+ * A model's context window whatever the plan, in tokens: a window is the model's, not the plan's (every plan that
+ * gives one gives the same; the legacy plans give none); `undefined` when no plan gives one.
+ */
+export const contextWindowOf = (model: string): number | undefined =>
+  planNames.map((plan) => contextOf(plan, model)).find((window) => window !== undefined)
+
 /** A model's prices on a plan: EUR per million input and output tokens. */
 export const pricesOf = (
   plan: Plan,
@@ -76,17 +82,29 @@ export const pricesOf = (
 export const requestsOnly = (model: string): boolean => /^whisper/i.test(model)
 
 /**
+ * The smallest context window the tables give a model metered by tokens: a request asking for fewer tokens fits every
+ * model the service sells (and is not worth a `/models` listing to find its model's window).
+ */
+export const smallestWindow: number = Math.min(
+  ...planNames.flatMap((plan) =>
+    Object.entries<ModelRow>(plans[plan].models).flatMap(([model, row]) =>
+      row[3] === undefined || requestsOnly(model) ? [] : [row[3]]
+    )
+  )
+)
+
+/**
  * A quarter of what a request gets of `dimension` on the plans' rows with fixed limits, audio aside: the figure a
  * twentieth of the rows fall below (the fewest is a known error of the data: gpt-4o on standard3000, 10 a request). A
  * window refused with fewer tokens a request than this was not refused by that token budget on any plan the service
  * sells, however the tokens were estimated. Scale-free: a window of any length holds requests and tokens alike.
  */
-export const fewTokensPerRequest = (dimension: Exclude<Dimension, "requests">): number => {
+export const fewTokensPerRequest = (dimension: "input" | "output"): number => {
   const ratios: Array<number> = []
   for (const plan of planNames) {
     for (const [model, row] of Object.entries<ModelRow>(plans[plan].models)) {
       const [requests, input, output] = row
-      const tokens = dimension === "input" ? input : dimension === "output" ? output : sum(input, output)
+      const tokens = dimension === "input" ? input : output
       if (requestsOnly(model) || typeof requests !== "number" || typeof tokens !== "number") continue
       ratios.push(tokens / requests)
     }
@@ -94,5 +112,3 @@ export const fewTokensPerRequest = (dimension: Exclude<Dimension, "requests">): 
   ratios.sort((a, b) => a - b)
   return ratios[Math.floor(ratios.length / 20)]! / 4
 }
-
-const sum = (a: Figure, b: Figure): Figure => typeof a === "number" && typeof b === "number" ? a + b : "shared"

@@ -32,20 +32,16 @@ export class TimedOut extends Error {
  */
 export const within = <A>(answer: Promise<A>, ms: number): Promise<A> =>
   new Promise<A>((resolve, reject) => {
-    let settled = false
-    // a timer, then setImmediate: after the timers, the loop reads its sockets, then runs what setImmediate queued
-    const timer = setTimeout(() =>
-      setImmediate(() => {
-        if (settled) return
-        settled = true
-        reject(new TimedOut(ms))
-      }), ms)
-    const settle = (f: () => void) => {
-      settled = true
+    // a timer, then setImmediate: after the timers, the loop reads its sockets, then runs what setImmediate queued (a
+    // promise settles once: the verdict after an answer is read changes nothing)
+    const timer = setTimeout(() => setImmediate(() => reject(new TimedOut(ms))), ms)
+    answer.then((a) => {
       clearTimeout(timer)
-      f()
-    }
-    answer.then((a) => settle(() => resolve(a)), (e) => settle(() => reject(e)))
+      resolve(a)
+    }, (e) => {
+      clearTimeout(timer)
+      reject(e)
+    })
   })
 
 /** Whether commands go out now: a connection not ready (lost, reconnecting, closed) fails an operation at once. */
@@ -89,7 +85,6 @@ export const firstConnection = (client: Client, ms: number): Effect.Effect<void>
       resume(Effect.void)
     }
     for (const end of ends) client.once(end, done)
-    // Stryker disable next-line ConditionalExpression: connecting a client that connects already is refused by ioredis, and ignored
     if (client.status === "wait") client.connect().catch(() => undefined)
     return Effect.sync(off)
   }).pipe(Effect.timeout(Duration.millis(ms)), Effect.ignore)
@@ -121,7 +116,6 @@ export const subscriberOf = (client: Client, pattern: string, ms: number) =>
         const options = { lazyConnect: false, enableOfflineQueue: true, enableReadyCheck: false }
         const duplicate = isCluster(client) ? client.duplicate([], options) : client.duplicate(options)
         // failures are seen by the operations; a subscriber that cannot connect only misses wake-ups
-        // Stryker disable next-line ArrowFunction: a listener that does nothing, written either way
         duplicate.on("error", () => {})
         return duplicate
       }),
@@ -136,7 +130,6 @@ export const subscriberOf = (client: Client, pattern: string, ms: number) =>
       const key = keyOf(channel, waiter)
       const resumes = waiting.get(key)
       if (resumes === undefined) {
-        // Stryker disable next-line ConditionalExpression: keeping another process's wake-up costs memory, never a wrong wake-up (its waiter is never ours)
         if (ours.has(waiter)) kept.add(key)
         return
       }
@@ -165,7 +158,6 @@ export const subscriberOf = (client: Client, pattern: string, ms: number) =>
           resumes.add(wake)
           return Effect.sync(() => {
             resumes.delete(wake)
-            // Stryker disable next-line ConditionalExpression,LogicalOperator: when an empty set is dropped changes memory only: a message finds no one either way
             if (resumes.size === 0 && waiting.get(key) === resumes) waiting.delete(key)
           })
         })

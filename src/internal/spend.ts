@@ -56,11 +56,11 @@ export const pricesOf = (
     const prices = Plans.pricesOf(plan, model)
     return prices === undefined ? [] : [prices]
   })
-  const first = offered[0]
-  const agree = first !== undefined &&
-    offered.every((prices) => prices.input === first.input && prices.output === first.output)
-  return agree ? first : undefined
+  // the first plan's prices when every plan's are the same (none agrees with all others otherwise)
+  return offered.find((prices) => offered.every((other) => samePrices(other, prices)))
 }
+
+const samePrices = (a: Prices, b: Prices): boolean => a.input === b.input && a.output === b.output
 
 /** A request's usage (input includes the cached tokens) at `prices`, in `currency`. */
 export const costOf = (

@@ -42,9 +42,7 @@ export class Lines {
       this.afterCr = at === cr && at === piece.length - 1
       from = at === cr && lf === cr + 1 ? at + 2 : at + 1
       // a break not found stays not found: no scan to the end of the piece per line
-      // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: looking again finds the same break, only slower
       if (lf >= 0 && lf < from) lf = piece.indexOf("\n", from)
-      // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: looking again finds the same break, only slower
       if (cr >= 0 && cr < from) cr = piece.indexOf("\r", from)
     }
     this.begun += piece.slice(from)

@@ -14,7 +14,6 @@ import * as FiberRef from "effect/FiberRef"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Stream from "effect/Stream"
 import { type ApiError, Timeout, TransportError } from "../schemas/Errors.js"
-import type { RateLimitInfo } from "../schemas/RateLimit.js"
 import { fromHttpClientError, fromResponse } from "./errors.js"
 import { parseRateLimitInfo, requestId } from "./headers.js"
 import { ResponseMetadata } from "./request/types.js"
@@ -24,14 +23,6 @@ export const userAgent = "effect-aifs/0.1.0"
 
 /** Error bodies are read up to this size; the rest is dropped (an HTML error page can be large). */
 const maxErrorBody = 64 * 1024
-
-/** What a response said besides its body. */
-export interface ResponseInfo {
-  readonly status: number
-  readonly requestId: string | undefined
-  readonly rateLimit: RateLimitInfo
-  readonly headers: HttpClientResponse.HttpClientResponse["headers"]
-}
 
 /** The path of a URL, without host or query (a relative one needs no parsing). */
 export const pathOf = (url: string): string => {

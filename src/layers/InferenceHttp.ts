@@ -31,7 +31,7 @@
  * @since 0.1.0
  */
 import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -50,11 +50,13 @@ import { decodeJsonEvents, expectEventStream, timedBody } from "../internal/requ
 import { answeredWith } from "../internal/request/instruments.js"
 import * as Operation from "../internal/request/operation.js"
 import { retrying } from "../internal/request/retry.js"
+import * as Windows from "../internal/request/windows.js"
 import * as Wire from "../internal/request/wire.js"
 import { decodeEvents } from "../internal/sse.js"
 import { serverOf } from "../internal/telemetry.js"
 import * as Transport from "../internal/transport.js"
 import type { ApiError } from "../schemas/Errors.js"
+import { ModelList } from "../schemas/Models.js"
 import {
   InferenceHttpClient,
   type RequestOptions,
@@ -87,7 +89,11 @@ export const make: Effect.Effect<
   const credentials = Credentials.make(config)
   const { redact, renewing } = credentials
   const line = Option.getOrElse(yield* Effect.serviceOption(Admitting), () => ({ open: true }))
-  const admissions = limiter === undefined ? undefined : Admission.make(limiter, credentials.keyId, line)
+  // a listing of the models for the windows the limiter lacks: `json` is defined below, and called only later
+  const windows = limiter === undefined ?
+    undefined :
+    Windows.make(limiter, Effect.suspend(() => listModels), yield* Effect.scope)
+  const admissions = limiter === undefined ? undefined : Admission.make(limiter, credentials.keyId, line, windows)
   const { admitted, admittedStream } = Operation.make(admissions, serverOf(config.baseUrl))
   const prepare = Wire.preparer(config, credentials)
   const deadlines = yield* Deadlines.make
@@ -136,6 +142,12 @@ export const make: Effect.Effect<
           return permit === undefined ? answer : Effect.zipRight(reconcile(permit, value), answer)
         })
     )
+
+  // once per key, not retried: a request waits for it
+  const listModels = Effect.map(
+    json(HttpClientRequest.get("/models"), ModelList, { retry: false }),
+    ({ value }) => value
+  )
 
   const text = (
     request: HttpClientRequest.HttpClientRequest,

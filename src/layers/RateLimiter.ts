@@ -315,6 +315,8 @@ export const layerDisabled: Layer.Layer<RateLimiter> = Layer.succeed(RateLimiter
   wouldWait: () => Effect.succeed(false),
   learn: () => Effect.void,
   learnModels: () => Effect.void,
+  learnWindows: () => Effect.void,
+  needsWindow: () => false,
   snapshot: Effect.succeed([]),
   changes: Stream.make([]),
   enabled: false,

@@ -478,9 +478,14 @@ describe("secrets never show: against the emulator", () => {
         ["BadRequest", "UnprocessableEntity"],
         tagOf(yield* run(Effect.flatMap(Chat.Chat, (c) => c.create({ model, messages: [] }))))
       )
+      // over the plan's 50,000 output tokens a minute, within the model's window; then over the window
+      assert.strictEqual(
+        tagOf(yield* run(Effect.flatMap(Chat.Chat, (c) => c.create(ask("x", { max_tokens: 60_000 }))))),
+        "RequestTooLarge"
+      )
       assert.strictEqual(
         tagOf(yield* run(Effect.flatMap(Chat.Chat, (c) => c.create(ask("x", { max_tokens: 10_000_000 }))))),
-        "RequestTooLarge"
+        "ContextLengthExceeded"
       )
       // the limiter's buckets name the key by a fingerprint only
       const buckets = yield* Effect.provide(

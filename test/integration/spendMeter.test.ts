@@ -93,6 +93,19 @@ describe("the spend meter", () => {
       assert.strictEqual((yield* emulator.stats).received, 2, "the refused request was never sent")
     }).pipe(Effect.provide(client(2.5 * embedCost))))
 
+  it.effect("requests at once count each other's estimates: no more are sent than the budget holds", () =>
+    Effect.gen(function*() {
+      const results = yield* Effect.all(Array.from({ length: 6 }, () => Effect.either(embed)), {
+        concurrency: "unbounded"
+      })
+      const tags = results.map((result) => result._tag === "Right" ? "answered" : result.left._tag)
+      // 2.5 requests' worth: two in flight hold it, the other four are refused before sending
+      assert.deepStrictEqual(tags.filter((tag) => tag === "answered").length, 2, tags.join())
+      assert.deepStrictEqual(tags.filter((tag) => tag === "BudgetExceeded").length, 4, tags.join())
+      assert.strictEqual((yield* (yield* Emulator.Emulator).stats).received, 2)
+      assert.isAtMost((yield* spending).total.cost, 2.5 * embedCost)
+    }).pipe(Effect.provide(client(2.5 * embedCost))))
+
   it.effect("a request's estimate counts its whole max_tokens: too large a cap is refused while a small one goes", () =>
     Effect.gen(function*() {
       const chat = yield* Chat.Chat

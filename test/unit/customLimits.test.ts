@@ -34,6 +34,16 @@ describe("AIFS_LIMITS", () => {
       })
     )
     assert.deepStrictEqual(parseLimits(""), Either.right({}))
+    // a part of blanks is an empty part
+    assert.deepStrictEqual(parseLimits("e=5/ /7"), Either.right({ e: { rpm: 5, otpm: 7 } }))
+  })
+
+  it("an entry with no \"=\", a model name with a blank, or a line break inside is refused, naming the entry", () => {
+    for (const entry of ["gpt-4.1", "my model=1/2/3", "m=1/2\nx", "=1/2"]) {
+      const parsed = parseLimits(`a=1/2,${entry}`)
+      assert.isTrue(Either.isLeft(parsed), JSON.stringify(entry))
+      if (Either.isLeft(parsed)) assert.include(parsed.left, `"${entry}" is not model=requests/input/output`)
+    }
   })
 
   it("the older requests/tokens: tokens are a combined budget (input and output together), either side left out", () => {

@@ -26,8 +26,8 @@ import { excerpt, fromResponse, fromStreamError, maxExcerpt, retryAfterFromMessa
 import { parseRateLimitInfo, parseRetryAfter } from "../../src/internal/headers.js"
 import { makeRedactor } from "../../src/internal/redact.js"
 import * as Decode from "../../src/internal/request/decode.js"
+import { ResponseMetadata } from "../../src/internal/request/types.js"
 import { decodeEvents } from "../../src/internal/sse.js"
-import type * as Transport from "../../src/internal/transport.js"
 import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
 import * as Testing from "../../src/layers/Testing.js"
 import * as AudioSchemas from "../../src/schemas/Audio.js"
@@ -143,12 +143,12 @@ const responseSchemas: ReadonlyArray<unknown> = [
 const secret = "gen-" + "PROPERTYCANARY0123456789".repeat(2)
 const redact = makeRedactor([Redacted.make(secret)])
 const endpoint = "POST /property"
-const info: Transport.ResponseInfo = {
+const info = new ResponseMetadata({
   status: 200,
   requestId: "req-property",
   rateLimit: RateLimitInfo.empty(0),
   headers: Headers.empty
-}
+})
 
 /** Room for the "... (N more characters)" suffix of a truncated excerpt. */
 const suffixRoom = 40

@@ -182,6 +182,18 @@ describe("learning a bucket's limits", () => {
     assert.strictEqual(Learning.confidence(Learning.initial(0).requests), "probing")
   })
 
+  it("a measurement confirms the last one within a fiftieth of it (one at least), not further", () => {
+    const [first] = refusedAt(held(100, 10_000))
+    const next = (requests: number) =>
+      Learning.refused(first, held(requests, 10_000), request(), first.generation, 2_000, W)[0].requests
+    assert.deepInclude(next(98), { measured: 98, confirmations: 2 })
+    assert.deepInclude(next(97), { measured: 97, confirmations: 1 })
+    assert.deepInclude(next(60), { measured: 60, confirmations: 1 })
+    const [few] = refusedAt(held(10, 1_000))
+    const after = Learning.refused(few, held(9, 1_000), request(), few.generation, 2_000, W)[0].requests
+    assert.deepInclude(after, { measured: 9, confirmations: 2 }, "one request apart: the same limit")
+  })
+
   it("raises after 3 calm windows, by a step that doubles while raises hold", () => {
     let [learning] = refusedAt(held(100, 1_000_000))
     assert.strictEqual(Learning.calm(learning, "requests", 1_000 + 3 * W - 1, W), learning)

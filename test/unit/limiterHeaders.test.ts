@@ -9,6 +9,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
+import * as LimiterHeaders from "../../src/internal/limiter/headers.js"
 import type * as RateLimiter from "../../src/layers/RateLimiter.js"
 import { RateLimited } from "../../src/schemas/Errors.js"
 import { RateLimitInfo } from "../../src/schemas/RateLimit.js"
@@ -370,4 +371,26 @@ describe("a 429 at a limit, weighed when its permit settles", () => {
       yield* refusedAtLimit(limiter, "10 millis")
       assert.strictEqual((yield* bucket(limiter)).marginMs, 600)
     }))
+})
+
+describe("the server's count in an answer's headers", () => {
+  const info = (headers: Omit<Headers, "observedAt">) => new RateLimitInfo({ ...headers, observedAt: 0 })
+
+  it("is the limit less what remains, dated by the reset: a limit or a remainder alone counts nothing", () => {
+    const both = LimiterHeaders.serverCount(
+      info({
+        limitRequests: 100,
+        remainingRequests: 60,
+        resetRequests: Duration.seconds(20),
+        limitTokens: 1_000,
+        remainingTokens: 900
+      }),
+      60_000
+    )
+    assert.deepStrictEqual(both, { requests: 40, requestsAgeMs: 40_000, tokens: 100, tokensAgeMs: 0 })
+    const limitsAlone = LimiterHeaders.serverCount(info({ limitRequests: 100, limitTokens: 1_000 }), 60_000)
+    assert.deepInclude(limitsAlone, { requests: 0, tokens: 0 })
+    const remainingAlone = LimiterHeaders.serverCount(info({ remainingRequests: 60, remainingTokens: 900 }), 60_000)
+    assert.deepInclude(remainingAlone, { requests: 0, tokens: 0 })
+  })
 })

@@ -70,6 +70,33 @@ describe("what a request is estimated to cost", () => {
       )
     }))
 
+  it.effect("a listing nobody asked for teaches windows alone; a request needs one only when large and unknown", () =>
+    Effect.gen(function*() {
+      const limiter = yield* limiterWith({ contextWindows: { configured: 9_000 } })
+      const large = (model: string) => ({ key: "k", model, input: 4_000, cap: 1 })
+      assert.isTrue(limiter.needsWindow(large("private")))
+      assert.isFalse(limiter.needsWindow({ ...large("private"), cap: 0 }), "no more than the smallest window")
+      assert.isFalse(limiter.needsWindow(large("configured")))
+      assert.isFalse(limiter.needsWindow(large("Llama-3.3-70B-Instruct")), "the tables give it")
+      yield* limiter.learnWindows(models([
+        { id: "private", meta_data: { max_sequence_length: 5_000, max_output_length: 700 } },
+        { id: "configured", meta_data: { max_sequence_length: 20_000 } },
+        { id: "bare" }
+      ]))
+      assert.isFalse(limiter.needsWindow(large("private")))
+      assert.deepStrictEqual(limiter.cost("/chat/completions", chatBody("private")).output, 1_024, "no output cap")
+      const refused = yield* Effect.flip(limiter.acquire({ ...large("private"), input: 4_990, cap: 11 }))
+      assert.deepInclude(refused, { _tag: "ContextLengthExceeded", window: 5_000, requested: 5_001 })
+      assert.include(refused.message, "private: about 5001 tokens")
+      assert.include(refused.message, "context window of 5000")
+      // exactly the window fits
+      assert.strictEqual((yield* limiter.acquire({ ...large("private"), input: 4_989, cap: 11 })).cost.input, 4_989)
+      const configured = yield* Effect.flip(limiter.acquire({ ...large("configured"), input: 9_000 }))
+      assert.deepInclude(configured, { _tag: "ContextLengthExceeded", window: 9_000 }, "configured wins")
+      const unchecked = yield* limiterWith({ contextCheck: false })
+      assert.isFalse(unchecked.needsWindow(large("private")))
+    }))
+
   it.effect("1,024 output tokens when nothing says otherwise; none for an endpoint that generates nothing", () =>
     Effect.gen(function*() {
       const limiter = yield* limiterWith({})
@@ -145,6 +172,7 @@ describe("what a request is estimated to cost", () => {
       assert.deepInclude(output, { budget: "output", requested: 101, limit: 100 })
       assert.include(output.message, "101 output tokens")
       assert.include(output.message, "lower max_tokens")
+      assert.notInclude(output.message, "shorten the input")
       // each part fits its own budget; their sum does not fit the combined one
       const combined = yield* tooLarge({ itpm: 100, otpm: 100, tpm: 150 }, 100, 51)
       assert.deepInclude(combined, { budget: "tokens", requested: 151, limit: 150 })

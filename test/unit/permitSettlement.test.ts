@@ -222,6 +222,34 @@ describe("the settlement table", () => {
       })
     })
 
+    it("reads the cached input: the details' cached_tokens (Chat, Responses), else cache_read_input_tokens", () => {
+      const usage = (fields: Record<string, unknown>) => Settlement.usageOf({ usage: { prompt_tokens: 10, ...fields } })
+      assert.deepStrictEqual(usage({ completion_tokens: 5, prompt_tokens_details: { cached_tokens: 4 } }), {
+        input: 10,
+        output: 5,
+        cached: 4
+      })
+      assert.deepStrictEqual(usage({ input_tokens_details: { cached_tokens: 3 } }), { input: 10, output: 0, cached: 3 })
+      assert.deepStrictEqual(usage({ cache_read_input_tokens: 7 }), { input: 10, output: 0, cached: 7 })
+      // details that hold no count, or are no object: the proxy's field, if any
+      assert.deepStrictEqual(usage({ prompt_tokens_details: null, cache_read_input_tokens: 2 }), {
+        input: 10,
+        output: 0,
+        cached: 2
+      })
+      assert.deepStrictEqual(usage({ prompt_tokens_details: "4", cache_read_input_tokens: 2 }), {
+        input: 10,
+        output: 0,
+        cached: 2
+      })
+      assert.deepStrictEqual(usage({ prompt_tokens_details: { cached_tokens: -1 } }), { input: 10, output: 0 })
+      // an output alone, with a cache count: the input is 0, as without one
+      assert.deepStrictEqual(
+        Settlement.usageOf({ usage: { completion_tokens: 5, prompt_tokens_details: { cached_tokens: 0 } } }),
+        { input: 0, output: 5, cached: 0 }
+      )
+    })
+
     it("reports nothing for what is no count: no usage, zero, negative, not finite, not a number, a total alone", () => {
       for (
         const value of [
@@ -276,6 +304,34 @@ describe("the settlement table", () => {
         ),
         { numRuns: 1000 }
       )
+    })
+  })
+
+  describe("reconcile and atLimit", () => {
+    it.effect("hands a permit the usage a body reports, and does nothing without a permit or a usage", () =>
+      Effect.gen(function*() {
+        const told: Array<Usage> = []
+        const permit = {
+          cost: Budgets.cost(1, 1),
+          settle: () => Effect.succeed(false),
+          reconcile: (usage: Usage) => Effect.sync(() => void told.push(usage))
+        }
+        const body = { usage: { prompt_tokens: 3, completion_tokens: 4 } }
+        yield* Settlement.reconcile(undefined, body)
+        yield* Settlement.reconcile(permit, { id: "no usage" })
+        assert.deepStrictEqual(told, [])
+        yield* Settlement.reconcile(permit, body)
+        assert.deepStrictEqual(told, [{ input: 3, output: 4 }])
+      }))
+
+    it("is at a limit when the window, with the request, held more than nine tenths of a known limit it uses", () => {
+      const limits = { ...Budgets.noLimits, requests: { value: 10, source: "plan" as const } }
+      const held = (requests: number, output = 0) => ({ requests, input: 0, output, tokens: output })
+      assert.isFalse(Settlement.atLimit(limits, held(8), held(1)))
+      assert.isTrue(Settlement.atLimit(limits, held(9), held(1)))
+      // a request that uses none of a budget is not at its limit; an unknown limit is none
+      assert.isFalse(Settlement.atLimit(limits, held(9), held(0, 5)))
+      assert.isFalse(Settlement.atLimit(Budgets.noLimits, held(1_000, 1_000), held(1, 1)))
     })
   })
 

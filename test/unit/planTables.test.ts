@@ -126,6 +126,14 @@ describe("the plans' tables", () => {
     assert.deepStrictEqual(Plans.pricesOf("essential", "claude-3-7-sonnet"), { input: 2.7, output: 13.5 })
   })
 
+  it("a model's window whatever the plan (the legacy plans, first, give none); the smallest any table gives", () => {
+    assert.strictEqual(Plans.contextWindowOf("Llama-3.3-70B-Instruct"), 128_000)
+    assert.strictEqual(Plans.contextWindowOf("gpt-4.1"), 1_000_000)
+    assert.isUndefined(Plans.contextWindowOf("no-such-model"))
+    // gpt-image-1's prompt rows, 4,000 tokens; whisper's 448 are not text tokens (requests alone are metered)
+    assert.strictEqual(Plans.smallestWindow, 4_000)
+  })
+
   it("the line under which requests are too small to blame a token budget: a quarter of the 5th percentile", () => {
     // a twentieth of the fixed rows give fewer than 100 input tokens a request (gpt-4o on standard3000 gives 10)
     assert.strictEqual(Plans.fewTokensPerRequest("input"), 25)

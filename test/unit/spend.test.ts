@@ -23,6 +23,9 @@ describe("prices", () => {
     assert.isAbove(new Set(selling("gpt-4o")).size, 1)
     assert.isUndefined(Spend.pricesOf("auto", "gpt-4o", undefined))
     assert.isUndefined(Spend.pricesOf("auto", "no-such-model", undefined))
+    // Mistral-Large-2411: one input price on every plan, two output prices: no agreement
+    assert.deepStrictEqual(new Set(selling("Mistral-Large-2411").map((p) => p.split("/")[0])).size, 1)
+    assert.isUndefined(Spend.pricesOf("auto", "Mistral-Large-2411", undefined))
   })
 })
 
@@ -61,6 +64,8 @@ describe("tallies and months", () => {
   it("formats amounts: whole units from 100, cents from 0.01, two significant digits below", () => {
     assert.strictEqual(Spend.format(0), "0.00 EUR")
     assert.strictEqual(Spend.format(1234.56), "1235 EUR")
+    assert.strictEqual(Spend.format(100), "100 EUR")
+    assert.strictEqual(Spend.format(99.994), "99.99 EUR")
     assert.strictEqual(Spend.format(12.345), "12.35 EUR")
     assert.strictEqual(Spend.format(0.01), "0.01 EUR")
     assert.strictEqual(Spend.format(0.00021), "0.00021 EUR")

@@ -18,6 +18,7 @@ import {
   authenticate,
   checkSampling,
   decodeBody,
+  fitsContext,
   type LimitMode,
   reject,
   requireModel,
@@ -131,6 +132,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     yield* checkSampling(params)
     const model = yield* requireModel(params.model, "chat", "chat completions", key)
     const plan = planChat(model, params)
+    yield* fitsContext(model, plan.promptTokens, params.max_completion_tokens ?? params.max_tokens)
     const headers = yield* admit(state, key, model, { input: plan.promptTokens, output: plan.completionTokens }, mode)
     const n = state.next()
     const id = `chatcmpl-${n.toString(36).padStart(6, "0")}`

@@ -16,6 +16,7 @@ import {
   authenticate,
   checkSampling,
   decodeBody,
+  fitsContext,
   type LimitMode,
   reject,
   requireModel,
@@ -38,6 +39,10 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     yield* checkSampling(params)
     const prompts = typeof params.prompt === "string" ? [params.prompt] : params.prompt
     if (prompts.length === 0) return yield* reject(400, "prompt must not be empty")
+    // each prompt is its own sequence: each must fit the window with the cap
+    yield* Effect.forEach(prompts, (prompt) => fitsContext(model, countTokens(prompt), params.max_tokens), {
+      discard: true
+    })
     const plans = prompts.map((prompt) => planCompletion(model, prompt, params.max_tokens))
     const promptTokens = prompts.reduce((n, p) => n + countTokens(p), 0)
     const completionTokens = plans.reduce((n, p) => n + p.tokens, 0)

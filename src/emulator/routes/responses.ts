@@ -14,7 +14,16 @@ import type { ChatMessage, CreateChatCompletionParams, FunctionTool } from "../.
 import { CreateResponseParams } from "../../schemas/Responses.js"
 import type { CatalogueModel } from "../catalogue.js"
 import { type ChatPlan, exampleOf, planChat } from "../generate.js"
-import { admit, authenticate, checkSampling, decodeBody, type LimitMode, reject, requireModel } from "../http.js"
+import {
+  admit,
+  authenticate,
+  checkSampling,
+  decodeBody,
+  fitsContext,
+  type LimitMode,
+  reject,
+  requireModel
+} from "../http.js"
 import type { EmulatorState } from "../state.js"
 import { countTokens } from "../text.js"
 
@@ -212,6 +221,7 @@ const handler = (state: EmulatorState, mode: LimitMode) =>
     }
     yield* checkSampling(params)
     const p = plan(model, params)
+    yield* fitsContext(model, p.chat.promptTokens, params.max_output_tokens)
     const headers = yield* admit(state, key, model, { input: p.chat.promptTokens, output: p.outputTokens }, mode)
     const id = `resp_${state.next().toString(36).padStart(8, "0")}`
     const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)

@@ -9,9 +9,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { Restore } from "./types.js"
 
-/** A caller waiting for its turn. */
+/** A caller in line: waiting for its turn until it gets it or gives up its place. */
 interface Node {
-  state: "waiting" | "turn" | "gone"
+  waiting: boolean
   resume: ((effect: Effect.Effect<void>) => void) | undefined
 }
 
@@ -37,8 +37,8 @@ const handOn = (line: Line): void => {
   while (line.head < line.nodes.length) {
     const next = line.nodes[line.head]!
     line.nodes[line.head++] = undefined
-    if (next.state === "waiting") {
-      next.state = "turn"
+    if (next.waiting) {
+      next.waiting = false
       next.resume?.(Effect.void)
       next.resume = undefined
       if (line.head > 1024 && line.head * 2 > line.nodes.length) {
@@ -56,7 +56,7 @@ const handOn = (line: Line): void => {
 /** The caller of `node` leaves: a waiting one gives up its place, the one whose turn it was hands it on. */
 const leave = (line: Line, node: Node): void => {
   line.size--
-  if (node.state === "waiting") node.state = "gone"
+  if (node.waiting) node.waiting = false
   else handOn(line)
   node.resume = undefined
 }
@@ -74,7 +74,7 @@ export const join = <A, E, R, B, E2, R2>(
   then: (exit: Exit.Exit<A, E>) => Effect.Effect<B, E2, R2>
 ): Effect.Effect<B, E2, R | R2> => {
   line.size++
-  const node: Node = { state: "turn", resume: undefined }
+  const node: Node = { waiting: false, resume: undefined }
   // built when the turn comes: a caller waiting in line holds no turn
   const run = () =>
     Effect.flatMap(
@@ -85,11 +85,11 @@ export const join = <A, E, R, B, E2, R2>(
     line.busy = true
     return run()
   }
-  node.state = "waiting"
+  node.waiting = true
   line.nodes.push(node)
   return Effect.matchCauseEffect(
     restore(Effect.async<void>((resume) => {
-      if (node.state === "waiting") node.resume = resume
+      if (node.waiting) node.resume = resume
       else resume(Effect.void)
     })),
     {

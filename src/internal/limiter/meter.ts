@@ -38,11 +38,14 @@ export interface Meter {
   readonly tier: string
   readonly budget: number | undefined
   readonly prices: Options["prices"]
-  readonly keys: Map<string, KeyMonth>
-  /** Models answered with usage that no price covers. */
+  /** Each key's months, by key and month: a month that ended keeps what it has not written yet until it is. */
+  readonly keys: Map<string, KeyMonth & { readonly key: string }>
+  /** Models answered with usage that no price covers, warned about once (with a budget). */
   readonly unpriced: Set<string>
   /** The write of what is unsaved, once scheduled. */
   writer: Fiber.RuntimeFiber<void> | undefined
+  /** One write at a time: closing waits for a write under way. */
+  readonly writing: Effect.Semaphore
   /** The `aifs.spend` counter of each model (tagged once, not per answer). */
   readonly counters: Map<string, Metric.Metric.Counter<number>>
 }
@@ -65,6 +68,7 @@ export const make = (options: Options, store: Store): Meter => ({
   keys: new Map(),
   unpriced: new Set(),
   writer: undefined,
+  writing: Effect.unsafeMakeSemaphore(1),
   counters: new Map()
 })
 
@@ -83,9 +87,11 @@ const priceOf = (meter: Meter, model: string) => Spend.pricesOf(meter.tier, mode
 /** The key's month at `now` as known in this process (a new month starts from nothing). */
 const local = (meter: Meter, key: string, now: number): KeyMonth => {
   const month = Spend.monthOf(now)
-  const known = meter.keys.get(key)
-  if (known !== undefined && known.month === month) return known
-  const fresh: KeyMonth = {
+  const id = `${key}\n${month}`
+  const known = meter.keys.get(id)
+  if (known !== undefined) return known
+  const fresh = {
+    key,
     month,
     models: {},
     unsaved: {},
@@ -93,7 +99,7 @@ const local = (meter: Meter, key: string, now: number): KeyMonth => {
     pending: 0,
     warned: false
   }
-  meter.keys.set(key, fresh)
+  meter.keys.set(id, fresh)
   return fresh
 }
 
@@ -166,18 +172,23 @@ const release = (meter: Meter, key: string, estimate: number) =>
 const warnings = (meter: Meter, month: KeyMonth, model: string, priced: boolean): Effect.Effect<void> => {
   const budget = meter.budget
   if (budget === undefined) return Effect.void
-  if (!priced && !meter.unpriced.has(model)) {
-    meter.unpriced.add(model)
-    return Effect.logWarning(
-      `aifs: spend: no price for ${model} (not in the plan's table, none configured): its requests count nothing ` +
-        `against the budget; set its prices`
-    )
-  }
+  const unpriced = !priced && !meter.unpriced.has(model)
+  if (unpriced) meter.unpriced.add(model)
   const spent = spentIn(month)
-  if (month.warned || spent < 0.8 * budget) return Effect.void
-  month.warned = true
-  return Effect.logWarning(
-    `aifs: spend: ${Spend.format(spent)} of the monthly budget of ${Spend.format(budget)} spent (80% or more)`
+  const high = !month.warned && spent >= 0.8 * budget
+  if (high) month.warned = true
+  return Effect.zipRight(
+    unpriced
+      ? Effect.logWarning(
+        `aifs: spend: no price for ${model} (not in the plan's table, none configured): its requests count nothing ` +
+          `against the budget; set its prices`
+      )
+      : Effect.void,
+    high
+      ? Effect.logWarning(
+        `aifs: spend: ${Spend.format(spent)} of the monthly budget of ${Spend.format(budget)} spent (80% or more)`
+      )
+      : Effect.void
   )
 }
 
@@ -186,7 +197,6 @@ export const record = (meter: Meter, ticket: Ticket, usage: Usage): Effect.Effec
   Effect.suspend(() => {
     const { key, model } = ticket
     const prices = priceOf(meter, model)
-    if (prices === undefined) meter.unpriced.add(model)
     const cost = prices === undefined ? 0 : Spend.costOf(prices, usage)
     const spent: Spend.Tally = {
       requests: 1,
@@ -211,17 +221,24 @@ export const record = (meter: Meter, ticket: Ticket, usage: Usage): Effect.Effec
     })
   })
 
-/** Writes what every key's months hold unsaved to the store, one addition per model (a failure: a warning). */
+/**
+ * Writes what every key's months hold unsaved to the store, one addition per model (a failure: a warning). One write
+ * at a time, never cut off once begun (what it took from `unsaved` is written); a month that ended goes once written.
+ */
 export const save = (meter: Meter): Effect.Effect<void> =>
-  Effect.forEach([...meter.keys.entries()], ([key, month]) => {
-    const unsaved = Object.entries(month.unsaved)
-    month.unsaved = {}
-    return Effect.forEach(
-      unsaved,
-      ([model, spent]) => Effect.catchAll(meter.store.addSpend(key, month.month, model, spent), warned),
-      { discard: true }
-    )
-  }, { discard: true })
+  meter.writing.withPermits(1)(Effect.uninterruptible(Effect.clockWith((clock) => {
+    const current = Spend.monthOf(clock.unsafeCurrentTimeMillis())
+    return Effect.forEach([...meter.keys.entries()], ([id, month]) => {
+      const unsaved = Object.entries(month.unsaved)
+      month.unsaved = {}
+      if (month.month !== current) meter.keys.delete(id)
+      return Effect.forEach(
+        unsaved,
+        ([model, spent]) => Effect.catchAll(meter.store.addSpend(month.key, month.month, model, spent), warned),
+        { discard: true }
+      )
+    }, { discard: true })
+  })))
 
 /** The write of what is unsaved, `writeAfter` from now, unless one is scheduled already. */
 const scheduleWrite = (meter: Meter): Effect.Effect<void> =>
@@ -238,7 +255,10 @@ const scheduleWrite = (meter: Meter): Effect.Effect<void> =>
     return Effect.map(Effect.forkDaemon(Effect.interruptible(write)), (fiber) => void (meter.writer = fiber))
   })
 
-/** The meter closed with its limiter: the scheduled write is not waited for, what is unsaved is written now. */
+/**
+ * The meter closed with its limiter: a write still waiting for its time is cut off, one under way is waited for, and
+ * what is unsaved is written now.
+ */
 export const close = (meter: Meter): Effect.Effect<void> =>
   Effect.suspend(() => {
     const writer = meter.writer

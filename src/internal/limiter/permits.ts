@@ -49,8 +49,8 @@ const refusal = (
     if (weighed === "elsewhere" && retryAfterMs !== undefined) {
       bucket.blockedUntil = Math.max(bucket.blockedUntil, now + retryAfterMs)
     }
-    const paces = weighed === "limit" && bucket.learning !== undefined &&
-      Budgets.dimensions.some((d) => Budgets.estimated(bucket.limits[d]))
+    // only a bucket that learns has estimated limits
+    const paces = weighed === "limit" && Budgets.dimensions.some((d) => Budgets.estimated(bucket.limits[d]))
     return Effect.as(Core.released(core, bucket), paces)
   })
 
@@ -83,7 +83,6 @@ interface Granted {
   readonly cost: Budgets.Amounts
   /** The generation of the bucket's estimates it was admitted under (its refusal measures them). */
   readonly generation: number
-  readonly learns: boolean
   settled: boolean
 }
 
@@ -133,11 +132,12 @@ const removed = (g: Granted) =>
 const throttled = (g: Granted, retryAfterMs: number | undefined) =>
   Effect.suspend(() => {
     const { bucket, core } = g
+    // in flight: admitted to a bucket that learns (one that learns after it was admitted weighs it as known)
     const wasInFlight = bucket.inFlight.delete(g.seq)
     let weighed: Learner.Weighed = "noise"
     const weigh = (usage: Bucket.Usage) =>
       Effect.map(
-        g.learns && wasInFlight
+        wasInFlight
           ? Learner.weigh(core, bucket, g.seq, g.cost, g.generation, usage)
           : weighKnown(core, bucket, g.cost, usage),
         (w) => void (weighed = w)
@@ -191,7 +191,6 @@ const reconcile = (g: Granted, usage: Usage): Effect.Effect<void> => {
  * in one step when the store answers at once.
  */
 export const make = (core: Core.Core, bucket: Bucket.Bucket, id: number, cost: Budgets.Amounts): Permit => {
-  const learns = bucket.learning !== undefined
   const g: Granted = {
     core,
     bucket,
@@ -199,10 +198,9 @@ export const make = (core: Core.Core, bucket: Bucket.Bucket, id: number, cost: B
     seq: ++bucket.admissions,
     cost,
     generation: bucket.learning?.generation ?? 0,
-    learns,
     settled: false
   }
-  if (learns) bucket.inFlight.set(g.seq, cost)
+  if (bucket.learning !== undefined) bucket.inFlight.set(g.seq, cost)
   Bucket.addPending(bucket, cost, 1)
   return {
     cost,

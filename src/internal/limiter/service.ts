@@ -73,9 +73,24 @@ const costing = (options: Options, estimate: (path: string, params: unknown) => 
         learnWindow(model.id, model.meta_data?.max_sequence_length)
       }
     })
-  const windowOf = (model: string): number | undefined =>
-    windows.get(model) ?? (Plans.isPlan(tier) ? Plans.contextOf(tier, model) : undefined)
-  return { cost, learnModels, windowOf }
+  const learnWindows: Service["learnWindows"] = (models) =>
+    Effect.sync(() => {
+      for (const model of models.data) learnWindow(model.id, model.meta_data?.max_sequence_length)
+    })
+  // asked at every admission: the tables are read once per model (and limiter)
+  const tabled = new Map<string, number | undefined>()
+  const tableWindow = (model: string): number | undefined => {
+    if (!tabled.has(model)) {
+      tabled.set(model, (Plans.isPlan(tier) ? Plans.contextOf(tier, model) : undefined) ?? Plans.contextWindowOf(model))
+    }
+    return tabled.get(model)
+  }
+  const windowOf = (model: string): number | undefined => windows.get(model) ?? tableWindow(model)
+  // a request too small to overflow any window the tables know does not wait for its model's
+  const needsWindow: Service["needsWindow"] = (ticket) =>
+    options.contextCheck !== false && (ticket.input ?? 0) + (ticket.cap ?? 0) > Plans.smallestWindow &&
+    windowOf(ticket.model) === undefined
+  return { cost, learnModels, learnWindows, needsWindow, windowOf }
 }
 
 /** The refusal of a ticket whose prompt and own output cap cannot fit its model's window `window`, if known. */

@@ -5,6 +5,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import type { ApiError } from "../../schemas/Errors.js"
 import { type Amounts, type Limits, tokenDimensions } from "../budgets.js"
 import type { Outcome, Permit, Usage } from "./types.js"
@@ -53,9 +54,12 @@ export const outcomeOf = (error: ApiError): Outcome => {
   }
 }
 
+/** A count: a finite number, not negative (`Number.isFinite` is false for anything but a number). */
+const isCount = (value: unknown): value is number => Number.isFinite(value) && (value as number) >= 0
+
 const count = (record: Record<string, unknown>, field: string): number | undefined => {
   const value = record[field]
-  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined
+  return isCount(value) ? value : undefined
 }
 
 /**
@@ -64,9 +68,7 @@ const count = (record: Record<string, unknown>, field: string): number | undefin
  */
 const cachedOf = (fields: Record<string, unknown>): number | undefined => {
   const details = fields.prompt_tokens_details ?? fields.input_tokens_details
-  const detailed = typeof details === "object" && details !== null
-    ? count(details as Record<string, unknown>, "cached_tokens")
-    : undefined
+  const detailed = Predicate.isRecord(details) ? count(details, "cached_tokens") : undefined
   return detailed ?? count(fields, "cache_read_input_tokens")
 }
 
@@ -76,10 +78,8 @@ const cachedOf = (fields: Record<string, unknown>): number | undefined => {
  * the tokens read from the prompt cache where reported.
  */
 export const usageOf = (value: unknown): Usage | undefined => {
-  if (typeof value !== "object" || value === null || !("usage" in value)) return undefined
-  const usage = (value as { usage: unknown }).usage
-  if (typeof usage !== "object" || usage === null) return undefined
-  const fields = usage as Record<string, unknown>
+  if (!Predicate.hasProperty(value, "usage") || !Predicate.isRecord(value.usage)) return undefined
+  const fields = value.usage
   const input = count(fields, "prompt_tokens") ?? count(fields, "input_tokens")
   const total = count(fields, "total_tokens")
   const output = count(fields, "completion_tokens") ?? count(fields, "output_tokens") ??
@@ -105,10 +105,9 @@ export const reconciled = (
   const settled = (d: "input" | "output") => mode === "actual" ? usage[d] : Math.max(reserved[d], usage[d])
   const input = settled("input")
   const output = settled("output")
+  if (input === reserved.input && output === reserved.output) return undefined
   // the combined budget is always what the other two hold together
-  const tokens = input + output
-  if (input === reserved.input && output === reserved.output && tokens === reserved.tokens) return undefined
-  const amounts = { ...reserved, input, output, tokens }
+  const amounts = { ...reserved, input, output, tokens: input + output }
   return { amounts, lowered: tokenDimensions.some((d) => amounts[d] < reserved[d]) }
 }
 
@@ -122,12 +121,14 @@ const nearShare = 0.9
  */
 export const atLimit = (limits: Limits, count: Amounts, request: Amounts): boolean =>
   (["requests", ...tokenDimensions] as const).some((d) => {
-    const limit = limits[d].value
-    return limit !== undefined && request[d] > 0 && count[d] + request[d] > limit * nearShare
+    // an unknown limit is no limit: nothing is near it
+    const limit = limits[d].value ?? Number.POSITIVE_INFINITY
+    return request[d] > 0 && count[d] + request[d] > limit * nearShare
   })
 
 /** Tells the permit the usage a decoded body reports, if it reports one. */
 export const reconcile = (permit: Permit | undefined, value: unknown): Effect.Effect<void> => {
-  const usage = permit === undefined ? undefined : usageOf(value)
-  return permit === undefined || usage === undefined ? Effect.void : permit.reconcile(usage)
+  if (permit === undefined) return Effect.void
+  const usage = usageOf(value)
+  return usage === undefined ? Effect.void : permit.reconcile(usage)
 }

@@ -196,6 +196,14 @@ export interface Service {
    * context window) from the catalogue.
    */
   readonly learnModels: (models: ModelList) => Effect.Effect<void>
+  /** Learns each model's context window alone from a listing the caller did not ask for (see `needsWindow`). */
+  readonly learnWindows: (models: ModelList) => Effect.Effect<void>
+  /**
+   * Whether a request's check against its model's context window waits for a `/models` listing: the check is on,
+   * the request asks for more tokens than the smallest window the plans' tables know, and its model's window is
+   * neither configured, nor in the tables, nor learnt.
+   */
+  readonly needsWindow: (ticket: Ticket) => boolean
   /** What the key (its fingerprint) spent this month, as the store keeps it for every process and run. */
   readonly spending: (key: string) => Effect.Effect<Spending>
   /** The state of every bucket now. */

@@ -40,9 +40,15 @@ const queueable = new Set([
 
 /**
  * The admissions of one key's requests by `limiter` (`keyId`: the key's fingerprint now, renewed or not) while `line`
- * is open; once it is closed, no request leaves the line.
+ * is open; once it is closed, no request leaves the line. A request whose model's context window the limiter lacks
+ * waits for `windows` (internal/request/windows.ts) first.
  */
-export const make = (limiter: Limiter, keyId: () => string, line: { readonly open: boolean }) => {
+export const make = (
+  limiter: Limiter,
+  keyId: () => string,
+  line: { readonly open: boolean },
+  windows?: (key: string) => Effect.Effect<void>
+) => {
   /**
    * What the limiter counts for a request, from the parameters it was made of (the operation's, as its span holds
    * them: never the serialised body parsed back): none when it names no model. An upload (audio) counts as a request.
@@ -94,18 +100,22 @@ export const make = (limiter: Limiter, keyId: () => string, line: { readonly ope
     const now = (admission: Admission) => Effect.uninterruptibleMask((restore) => then(admission, restore))
     if (ticket === undefined) return now({ permit: undefined, options, model: undefined })
     // a caller waiting in line holds its place and `then`, not the attempt's machinery
-    const acquire = limiter.acquireWith(ticket, (acquired, restore): Effect.Effect<B, ApiError | E, R> => {
-      if (Exit.isFailure(acquired)) {
-        return Cause.isInterrupted(acquired.cause)
-          ? Effect.failCause(acquired.cause)
-          : refused(Effect.failCause(acquired.cause), options)
-      }
-      // granted after the line closed: the place goes back at once (another process may use it), and the caller
-      // waits until it is interrupted
-      if (!line.open) return Effect.zipRight(acquired.value.settle("unsent"), restore(Effect.never))
-      return then({ permit: acquired.value, options, model: ticket.model, key: ticket.key }, restore)
-    })
-    return routed(request, options, ticket, now, acquire)
+    const acquire = () =>
+      limiter.acquireWith(ticket, (acquired, restore): Effect.Effect<B, ApiError | E, R> => {
+        if (Exit.isFailure(acquired)) {
+          return Cause.isInterrupted(acquired.cause)
+            ? Effect.failCause(acquired.cause)
+            : refused(Effect.failCause(acquired.cause), options)
+        }
+        // granted after the line closed: the place goes back at once (another process may use it), and the caller
+        // waits until it is interrupted
+        if (!line.open) return Effect.zipRight(acquired.value.settle("unsent"), restore(Effect.never))
+        return then({ permit: acquired.value, options, model: ticket.model, key: ticket.key }, restore)
+      })
+    // the limiter reads the model's window when asked: after the listing
+    return windows !== undefined && limiter.needsWindow(ticket)
+      ? Effect.zipRight(windows(ticket.key), Effect.suspend(() => routed(request, options, ticket, now, acquire())))
+      : routed(request, options, ticket, now, acquire())
   }
 
   /**

@@ -71,7 +71,6 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
         group.delete(entry)
         entry.fire()
       }
-      // Stryker disable next-line ConditionalExpression: an empty group kept costs memory, never a wrong moment
       if (group.size === 0) groups.delete(length)
     }
   }
@@ -79,7 +78,6 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
   const tick = (own: number): Effect.Effect<void> =>
     Effect.clockWith((clock) =>
       Effect.suspend(() => {
-        // Stryker disable next-line ConditionalExpression: a timer replaced is interrupted too; this only covers a wake-up that raced it
         if (own !== generation) return Effect.void
         const now = clock.unsafeCurrentTimeMillis()
         fireDue(now)
@@ -115,7 +113,6 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
       groups.set(length, group)
     }
     group.add(entry)
-    // Stryker disable next-line EqualityOperator: restarting for a moment the timer already wakes at is only slower
     if (at < target) restart(at)
     return entry
   }
@@ -149,11 +146,9 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
           }),
           runtimeFlags: status.runtimeFlags
         })
-        // Stryker disable next-line ObjectLiteral,BooleanLiteral: started at once or by the scheduler, the attempt runs and is watched the same
         const child = Runtime.runFork(runtime)(effect, { immediate: false })
         const start = clock.unsafeCurrentTimeMillis()
         let passed: Limit<E2> | undefined
-        // Stryker disable next-line ArrayDeclaration: removing an entry that was never added changes nothing
         const pending: Array<readonly [number, Entry]> = []
         for (const limit of limits) {
           // an unbounded limit's moment never comes: it never wakes the timer

@@ -11,7 +11,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import { DecodeError } from "../../schemas/Errors.js"
 import { excerpt } from "../errors.js"
-import type { ResponseInfo } from "../transport.js"
+import type { ResponseMetadata } from "./types.js"
 
 const schemaName = (schema: Schema.Schema.Any): string => {
   // a Schema.Class is a Transformation whose identifier sits on its type side
@@ -29,7 +29,7 @@ const schemaName = (schema: Schema.Schema.Any): string => {
  */
 export const decoder = <A, I>(schema: Schema.Schema<A, I>, endpoint: string, redact: (text: string) => string) => {
   const { decode, name } = compiledOf(schema)
-  const failure = (message: string, text: string, info: ResponseInfo) =>
+  const failure = (message: string, text: string, info: ResponseMetadata) =>
     new DecodeError({
       message: excerpt(redact(message), 1024),
       endpoint,
@@ -37,7 +37,7 @@ export const decoder = <A, I>(schema: Schema.Schema<A, I>, endpoint: string, red
       ...(info.requestId === undefined ? {} : { requestId: info.requestId }),
       excerpt: excerpt(redact(text))
     })
-  const value = (json: unknown, text: string, info: ResponseInfo): Either.Either<A, DecodeError> => {
+  const value = (json: unknown, text: string, info: ResponseMetadata): Either.Either<A, DecodeError> => {
     try {
       return Either.mapLeft(
         decode(json),
@@ -49,7 +49,7 @@ export const decoder = <A, I>(schema: Schema.Schema<A, I>, endpoint: string, red
       return Either.left(failure(`response did not match ${name}: nested too deeply to check`, text, info))
     }
   }
-  const parse = (text: string, info: ResponseInfo): Either.Either<unknown, DecodeError> => {
+  const parse = (text: string, info: ResponseMetadata): Either.Either<unknown, DecodeError> => {
     try {
       return Either.right(JSON.parse(text) as unknown)
     } catch {
@@ -59,7 +59,7 @@ export const decoder = <A, I>(schema: Schema.Schema<A, I>, endpoint: string, red
   return {
     parse,
     value,
-    text: (text: string, info: ResponseInfo): Either.Either<A, DecodeError> =>
+    text: (text: string, info: ResponseMetadata): Either.Either<A, DecodeError> =>
       Either.flatMap(parse(text, info), (json) => value(json, text, info))
   }
 }
@@ -87,7 +87,7 @@ const compiledOf = <A, I>(schema: Schema.Schema<A, I>) =>
 export const decodeJson = <A, I>(
   schema: Schema.Schema<A, I>,
   text: string,
-  info: ResponseInfo,
+  info: ResponseMetadata,
   endpoint: string,
   redact: (text: string) => string
 ): Effect.Effect<A, DecodeError> => decoder(schema, endpoint, redact).text(text, info)

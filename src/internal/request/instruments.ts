@@ -55,7 +55,6 @@ const instrumentsOf = (operation: string, model: string | undefined): Instrument
     output: labelled(tokenUsageKey, [...tags, ["gen_ai.token.type", "output"]])
   }
   // a bound on what a stream of distinct model names could hold: past it, the oldest are made again when used
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: instruments made again are the same series, only slower
   if (instruments.size >= 1_000) instruments.delete(instruments.keys().next().value!)
   instruments.set(id, made)
   return made
@@ -76,7 +75,6 @@ export const answered = <B = void>(
   // would add them; then `result`
   return Effect.withFiberRuntime((fiber) => {
     const span = fiber.currentSpan
-    // Stryker disable next-line ConditionalExpression,OptionalChaining: an operation's answer is read within its own span
     if (span?._tag === "Span") {
       for (const [key, value] of Object.entries(summary.attributes())) span.attribute(key, value)
     }
@@ -129,7 +127,6 @@ export const ended = (
   Effect.withFiberRuntime((fiber) => {
     const errorType = errorTypeOf(exit)
     const span = fiber.currentSpan
-    // Stryker disable next-line ConditionalExpression,OptionalChaining: an operation ends within its own span
     if (errorType !== undefined && span?._tag === "Span") span.attribute("error.type", errorType)
     if (isModelOperation(operation)) {
       instrumentsOf(operation, options.model).duration(errorType).unsafeUpdate(

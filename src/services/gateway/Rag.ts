@@ -113,6 +113,93 @@ export interface IngestOptions {
 
 const describe = (error: ApiError): string => `${error._tag}: ${error.message}`
 
+const lastOf = <A>(items: ReadonlyArray<A>): A | undefined => items[items.length - 1]
+
+/** What the phases of one ingestion share: where progress goes, and the time left of the whole. */
+interface Run {
+  readonly emit: (event: Progress) => Effect.Effect<void>
+  readonly finish: (outcome: Outcome) => Effect.Effect<Outcome>
+  readonly remaining: Effect.Effect<number>
+  readonly interval: Duration.DurationInput
+  readonly kb: string | undefined
+}
+
+/**
+ * Uploads `files` and polls their records until each is done or failed (or the time is up), reporting each change of
+ * status: the upload's records by file, in order, and their latest state by id.
+ */
+const uploadAll = (files: ReadonlyArray<UploadFile>, run: Run) =>
+  Effect.gen(function*() {
+    const fileManager = yield* FileManager
+    yield* run.emit({ _tag: "Uploading", files: files.length })
+    const pending = yield* fileManager.upload(files, { kb: run.kb })
+    const ids = pending.map((f) => f.fileId)
+    const seen = new Map<string, string>()
+    const latest = new Map<string, GatewayFile>(pending.map((f) => [f.fileId, f]))
+    const report = (records: ReadonlyArray<GatewayFile>) =>
+      Effect.forEach(records, (record) => {
+        latest.set(record.fileId, record)
+        if (seen.get(record.fileId) === record.status) return Effect.void
+        seen.set(record.fileId, record.status)
+        const name = nameOf(files, pending, ids.indexOf(record.fileId))
+        return run.emit({ _tag: "UploadStatus", name, fileId: record.fileId, status: record.status })
+      }, { discard: true })
+    yield* report(pending)
+    const settled = (id: string) => {
+      const record = latest.get(id)
+      return record !== undefined && (record.isDone || record.isFailed)
+    }
+    if (!ids.every(settled)) {
+      yield* pollUntil(
+        Effect.tap(fileManager.list(ids, { kb: run.kb }), report),
+        () => ids.every(settled),
+        { interval: run.interval, timeout: yield* run.remaining }
+      )
+    }
+    return { pending, latest }
+  })
+
+/** A file's name: as given, else as the gateway recorded it, else its place. */
+const nameOf = (files: ReadonlyArray<UploadFile>, pending: ReadonlyArray<GatewayFile>, i: number) =>
+  files[i]?.name ?? pending[i]?.fileName ?? `file ${i + 1}`
+
+/** Starts the ingestion of an uploaded file and polls its task until done or failed (or the time is up). */
+const ingestOne = (name: string, record: GatewayFile, run: Run) =>
+  Effect.gen(function*() {
+    const ingestMaster = yield* IngestMaster
+    const base = { name, fileId: record.fileId, fileUri: record.fileUri ?? undefined }
+    const failed = (stage: Outcome["stage"], status: string, reason: string) =>
+      run.finish({ ...base, ok: false, stage, status, reason })
+    const fileUri = record.fileUri ?? ""
+    const started = yield* Effect.either(ingestMaster.createTask({
+      filePath: fileUri,
+      role: "user",
+      metadata: { file_id: record.fileId, user_id: record.userId ?? "", file_name: name, file_uri: fileUri }
+    }))
+    if (started._tag === "Left") return yield* failed("ingest", "error", describe(started.left))
+    yield* run.emit({ _tag: "IngestStarted", name, fileId: record.fileId })
+    let last = ""
+    const polled = yield* Effect.either(pollUntil(
+      Effect.tap(ingestMaster.tasksForFile(fileUri), (tasks) => {
+        const task = lastOf(tasks)
+        if (task === undefined || task.status === last) return Effect.void
+        last = task.status
+        const progress = task.progress ?? undefined
+        return run.emit({ _tag: "IngestStatus", name, fileId: record.fileId, status: task.status, progress })
+      }),
+      (tasks) => {
+        const task = lastOf(tasks)
+        return task !== undefined && (task.isDone || task.isFailed)
+      },
+      { interval: run.interval, timeout: yield* run.remaining }
+    ))
+    if (polled._tag === "Left") return yield* failed("ingest", "error", describe(polled.left))
+    const task = Option.flatMap(polled.right, (tasks) => Option.fromNullable(lastOf(tasks)))
+    if (Option.isNone(task)) return yield* failed("ingest", "timeout", "ingestion timed out")
+    if (!task.value.isDone) return yield* failed("ingest", task.value.status, task.value.message ?? task.value.status)
+    return yield* run.finish({ ...base, ok: true, stage: "ingested", status: task.value.status })
+  })
+
 /**
  * Uploads files, waits for the uploads, starts their ingestion and waits for it. One outcome per file, in
  * order: a file that fails does not fail the others. Fails only when the upload request itself fails
@@ -145,110 +232,29 @@ export const ingest = Effect.fnUntraced(function*(
   files: ReadonlyArray<UploadFile>,
   options: IngestOptions = {}
 ): Effect.fn.Return<ReadonlyArray<Outcome>, ApiError, FileManager | IngestMaster> {
-  const fileManager = yield* FileManager
-  const ingestMaster = yield* IngestMaster
   const emit = options.onProgress ?? (() => Effect.void)
-  const interval = options.interval ?? Duration.seconds(2)
   const deadline = (yield* Clock.currentTimeMillis) +
     Duration.toMillis(Duration.decode(options.timeout ?? "10 minutes"))
-  const remaining = Effect.map(Clock.currentTimeMillis, (now) => Math.max(0, deadline - now))
-  const finish = (outcome: Outcome) => Effect.as(emit({ _tag: "Finished", outcome }), outcome)
-
+  const run: Run = {
+    emit,
+    finish: (outcome) => Effect.as(emit({ _tag: "Finished", outcome }), outcome),
+    remaining: Effect.map(Clock.currentTimeMillis, (now) => Math.max(0, deadline - now)),
+    interval: options.interval ?? Duration.seconds(2),
+    kb: options.kb
+  }
   if (files.length === 0) return []
-  yield* emit({ _tag: "Uploading", files: files.length })
-  const pending = yield* fileManager.upload(files, { kb: options.kb })
-  const ids = pending.map((f) => f.fileId)
-  const seen = new Map<string, string>()
-  const latest = new Map<string, GatewayFile>(pending.map((f) => [f.fileId, f]))
-  const nameOf = (i: number) => files[i]?.name ?? pending[i]?.fileName ?? `file ${i + 1}`
-  const report = (records: ReadonlyArray<GatewayFile>) =>
-    Effect.forEach(records, (record) => {
-      latest.set(record.fileId, record)
-      if (seen.get(record.fileId) === record.status) return Effect.void
-      seen.set(record.fileId, record.status)
-      const index = ids.indexOf(record.fileId)
-      return emit({ _tag: "UploadStatus", name: nameOf(index), fileId: record.fileId, status: record.status })
-    }, { discard: true })
-  yield* report(pending)
-  const settled = (id: string) => {
-    const record = latest.get(id)
-    return record !== undefined && (record.isDone || record.isFailed)
+  const { latest, pending } = yield* uploadAll(files, run)
+  const one = (index: number): Effect.Effect<Outcome, never, IngestMaster> => {
+    const name = nameOf(files, pending, index)
+    const record = pending[index] === undefined ? undefined : latest.get(pending[index]!.fileId)
+    if (record === undefined) {
+      return run.finish({ name, ok: false, stage: "upload", status: "error", reason: "the gateway did not list it" })
+    }
+    if (record.isDone) return ingestOne(name, record, run)
+    const status = record.isFailed ? record.status : "timeout"
+    const base = { name, fileId: record.fileId, fileUri: record.fileUri ?? undefined }
+    return run.finish({ ...base, ok: false, stage: "upload", status, reason: record.message ?? status })
   }
-  if (!ids.every(settled)) {
-    yield* pollUntil(
-      Effect.tap(fileManager.list(ids, { kb: options.kb }), report),
-      () => ids.every(settled),
-      { interval, timeout: yield* remaining }
-    )
-  }
-
-  const one = (index: number): Effect.Effect<Outcome> =>
-    Effect.gen(function*() {
-      const name = nameOf(index)
-      const record = pending[index] === undefined ? undefined : latest.get(pending[index]!.fileId)
-      if (record === undefined) {
-        return yield* finish({
-          name,
-          ok: false,
-          stage: "upload",
-          status: "error",
-          reason: "the gateway did not list it"
-        })
-      }
-      const base = { name, fileId: record.fileId, fileUri: record.fileUri ?? undefined }
-      if (!record.isDone) {
-        const status = record.isFailed ? record.status : "timeout"
-        return yield* finish({ ...base, ok: false, stage: "upload", status, reason: record.message ?? status })
-      }
-      const fileUri = record.fileUri ?? ""
-      const started = yield* Effect.either(ingestMaster.createTask({
-        filePath: fileUri,
-        role: "user",
-        metadata: { file_id: record.fileId, user_id: record.userId ?? "", file_name: name, file_uri: fileUri }
-      }))
-      if (started._tag === "Left") {
-        return yield* finish({ ...base, ok: false, stage: "ingest", status: "error", reason: describe(started.left) })
-      }
-      yield* emit({ _tag: "IngestStarted", name, fileId: record.fileId })
-      let last = ""
-      const polled = yield* Effect.either(pollUntil(
-        Effect.tap(ingestMaster.tasksForFile(fileUri), (tasks) => {
-          const task = tasks[tasks.length - 1]
-          if (task === undefined || task.status === last) return Effect.void
-          last = task.status
-          return emit({
-            _tag: "IngestStatus",
-            name,
-            fileId: record.fileId,
-            status: task.status,
-            progress: task.progress ?? undefined
-          })
-        }),
-        (tasks) => {
-          const task = tasks[tasks.length - 1]
-          return task !== undefined && (task.isDone || task.isFailed)
-        },
-        { interval, timeout: yield* remaining }
-      ))
-      if (polled._tag === "Left") {
-        return yield* finish({ ...base, ok: false, stage: "ingest", status: "error", reason: describe(polled.left) })
-      }
-      const task = Option.flatMap(polled.right, (tasks) => Option.fromNullable(tasks[tasks.length - 1]))
-      if (Option.isNone(task)) {
-        return yield* finish({ ...base, ok: false, stage: "ingest", status: "timeout", reason: "ingestion timed out" })
-      }
-      return yield* finish(
-        task.value.isDone
-          ? { ...base, ok: true, stage: "ingested", status: task.value.status }
-          : {
-            ...base,
-            ok: false,
-            stage: "ingest",
-            status: task.value.status,
-            reason: task.value.message ?? task.value.status
-          }
-      )
-    })
   return yield* Effect.forEach(files.map((_, i) => i), one, { concurrency: 4 })
 }, Effect.withSpan("Rag.ingest", { captureStackTrace: false, attributes: { "aifs.operation": "Rag.ingest" } }))
 
