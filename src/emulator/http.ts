@@ -15,7 +15,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { IncomingMessage } from "node:http"
-import { type Amounts, cost, type Dimension, noun } from "../internal/budgets.js"
+import { type Amounts, cost, type Dimension, isCount, noun } from "../internal/budgets.js"
 import { type CatalogueModel, findModel, visibleTo } from "./catalogue.js"
 import { type Admission, describeLimit, formatGoDuration, type WindowStatus } from "./limits.js"
 import { budgetReachedDetail } from "./spend.js"
@@ -190,7 +190,7 @@ export const readBody = (
 export const announcedLength = (request: HttpServerRequest.HttpServerRequest): number | undefined => {
   const raw = request.headers["content-length"]
   const n = raw === undefined ? Number.NaN : Number(raw)
-  return Number.isFinite(n) && n >= 0 ? n : undefined
+  return isCount(n) ? n : undefined
 }
 
 const jsonInvalid = (msg: string) => reject(422, [{ type: "json_invalid", loc: ["body", 0], msg }])

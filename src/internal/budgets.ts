@@ -99,6 +99,9 @@ export const binding = (limits: Limits, used: Amounts, request: Amounts): Dimens
   return dimensions.find((d) => request[d] > 0 && used[d] + request[d] > checked[d])
 }
 
+/** Whether `value` is a count: a finite number not below zero (a usage field, a length, a token cap). */
+export const isCount = (value: unknown): value is number => Number.isFinite(value) && (value as number) >= 0
+
 /** Whether any limit has a value. */
 export const anyKnown = (limits: Limits): boolean => dimensions.some((d) => limits[d].value !== undefined)
 

@@ -3,6 +3,7 @@
  * non-space characters one each (close to BPE counts for English and code, and exact on the emulator).
  * @internal
  */
+import { isCount } from "./budgets.js"
 
 // a word (letters and digits, captured) or one other visible character
 const tokenPattern = /([\p{L}\p{N}]+)|[^\s\p{L}\p{N}]/gu
@@ -53,9 +54,7 @@ export interface BodyEstimate {
 export const estimateBody = (path: string, body: unknown): BodyEstimate => {
   const b = record(body) ?? {}
   const model = typeof b.model === "string" ? b.model : undefined
-  const cap = [b.max_completion_tokens, b.max_tokens, b.max_output_tokens].find(
-    (n): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
-  )
+  const cap = [b.max_completion_tokens, b.max_tokens, b.max_output_tokens].find(isCount)
   let prompt = 0
   if (Array.isArray(b.messages)) {
     prompt += 3

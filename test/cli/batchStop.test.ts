@@ -83,7 +83,12 @@ describe("aifs batch, stopped while its requests wait in the limiter's line", { 
       const ids = outputIds(output)
       assert.strictEqual(ids.length, lines)
       assert.strictEqual(new Set(ids).size, lines)
-      assert.strictEqual((yield* emulator.stats).received, lines)
+      // every line answered once: the rerun sends each of the 8 left, never one written before. A rerun that starts
+      // within the stopped run's 2-second window may first meet 429s for what that run sent (a new process with
+      // configured limits and no shared store cannot know it): those were refused, not answered, so not billed
+      const stats = yield* emulator.stats
+      assert.strictEqual(stats.received - stats.rateLimited, lines, JSON.stringify(stats))
+      assert.isAtMost(stats.rateLimited, 4, JSON.stringify(stats))
     }).pipe(Effect.provide(Emulator.layer({
       window: "2 seconds",
       tiers: { tiny: { rpm: 4, tpm: 1_000_000 } },

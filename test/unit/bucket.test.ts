@@ -58,3 +58,12 @@ describe("a bucket", () => {
     assert.strictEqual(Bucket.storeLimits(bucket, Budgets.cost(100, 20), W).input, 1_000)
   })
 })
+
+describe("a count", () => {
+  it("is a finite number not below zero, and nothing else", () => {
+    for (const value of [0, 1, 0.5, 1e9]) assert.isTrue(Budgets.isCount(value), String(value))
+    for (const value of [-1, -0.5, Number.NaN, Infinity, -Infinity, "3", null, undefined, {}]) {
+      assert.isFalse(Budgets.isCount(value), String(value))
+    }
+  })
+})

@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type { ApiError } from "../../schemas/Errors.js"
-import { type Amounts, type Limits, tokenDimensions } from "../budgets.js"
+import { type Amounts, isCount, type Limits, tokenDimensions } from "../budgets.js"
 import type { Outcome, Permit, Usage } from "./types.js"
 
 /** What an outcome does to the entry its request left in the window. */
@@ -55,8 +55,6 @@ export const outcomeOf = (error: ApiError): Outcome => {
 }
 
 /** A count: a finite number, not negative (`Number.isFinite` is false for anything but a number). */
-const isCount = (value: unknown): value is number => Number.isFinite(value) && (value as number) >= 0
-
 const count = (record: Record<string, unknown>, field: string): number | undefined => {
   const value = record[field]
   return isCount(value) ? value : undefined
