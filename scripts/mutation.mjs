@@ -23,7 +23,7 @@ for (const group of Object.keys(groups).filter((g) => asked.length === 0 && g in
 const why = (lines) => {
   const picked = new Set(lines.map((_, i) => i).slice(-15))
   lines.forEach((line, i) => {
-    if (/\bERROR\b/.test(line)) for (let j = i; j < Math.min(lines.length, i + 12); j++) picked.add(j)
+    if (/\bERROR\b/.test(line)) { for (let j = i; j < Math.min(lines.length, i + 12); j++) picked.add(j) }
   })
   return [...picked].sort((a, b) => a - b).slice(0, 80).map((i) => lines[i])
 }
