@@ -1,5 +1,6 @@
 /**
- * The package as a new user meets it: `npm pack`, then the README's install line in a fresh app, then
+ * The package as a new user meets it: `npm pack` (its package.json without a script npm runs at install), then the
+ * README's install line in a fresh app, then
  * - one copy of `effect` in the app's tree;
  * - `import` and `require` both reach the services (root and deep entry points);
  * - the README quickstart type-checks with `skipLibCheck: false`, as ESM and as CommonJS;
@@ -253,6 +254,17 @@ const checkBundles = async (app: string, code: string) => {
     `${rooted.modules.length} modules, none of the emulator or CLI)`
 }
 
+/** The packed package.json runs nothing at install: npm flags a `prepare` (or an install hook) of a dependency. */
+const checkInstallScripts = (tarball: string, cwd: string) => {
+  const packed = JSON.parse(run("tar", ["-xOzf", tarball, "package/package.json"], { cwd })) as {
+    scripts?: Record<string, string>
+  }
+  const hooks = ["preinstall", "install", "postinstall", "prepare"].filter((name) =>
+    packed.scripts?.[name] !== undefined
+  )
+  if (hooks.length > 0) fail(`the packed package.json runs ${hooks.join(", ")} at install`)
+}
+
 const main = async () => {
   const readme = readFileSync(join(root, "README.md"), "utf8")
   const install = installLine(readme)
@@ -261,6 +273,7 @@ const main = async () => {
   try {
     console.error(`packing (builds dist/) into ${work}`)
     const tarball = join(work, run("npm", ["pack", "--silent", "--pack-destination", work], { cwd: root }).trim())
+    checkInstallScripts(tarball, work)
     const app = installApp(work, "readme", tarball, install.filter((arg) => arg !== "effect-aifs"))
     const help = checkApp(app, code, {
       redis: install.includes("ioredis"),
@@ -275,7 +288,7 @@ const main = async () => {
     checkOptionalPeers(lowestApp, optional.filter((arg) => !arg.startsWith("@effect/ai@")))
     console.log(
       `effect copies 1, ESM ok, CJS ok, quickstart types ok, npx aifs ok (${help}), ${bundles}, ` +
-        `${optional.join(" ")}: one effect, traced provider ok, tarball ` +
+        `${optional.join(" ")}: one effect, traced provider ok, no install scripts, tarball ` +
         `${kb(statSync(tarball).size)}; the same with the lowest peers (${lowest.join(" ")}) ok`
     )
   } finally {
