@@ -1,14 +1,17 @@
 /**
  * The CLI's logger: each log line on stderr (stdout holds the answers), one line each, as the library writes it
- * (`aifs: ...`), from the info level up; with `--verbose`, the debug level too, and each line with its cause. On a
- * terminal a line first clears the progress bar it would otherwise run into.
+ * (`aifs: ...`), from the info level up, and the library's retries (logged at debug, for applications); with
+ * `--verbose`, every debug line too, and each line with its cause. On a terminal a line first clears the progress bar
+ * it would otherwise run into.
  *
  * @since 0.2.0
  */
 import * as Cause from "effect/Cause"
+import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import { retryAnnotation } from "../internal/request/retry.js"
 
 /** A log message (a value, or the values of one call) as one line. */
 const oneLine = (message: unknown): string =>
@@ -28,6 +31,18 @@ export const format = (message: unknown, cause: Cause.Cause<unknown>, verbose: b
 }
 
 /**
+ * Whether the CLI prints an entry: from the info level up, a retry's debug line, every debug line when `verbose`.
+ *
+ * @since 0.2.0
+ * @category formatting
+ */
+export const shown = (
+  entry: { readonly logLevel: LogLevel.LogLevel; readonly annotations: HashMap.HashMap<string, unknown> },
+  verbose: boolean
+): boolean =>
+  verbose || LogLevel.greaterThanEqual(entry.logLevel, LogLevel.Info) || HashMap.has(entry.annotations, retryAnnotation)
+
+/**
  * The CLI's logger and its least level.
  *
  * @since 0.2.0
@@ -37,9 +52,11 @@ export const layer = (verbose: boolean): Layer.Layer<never> =>
   Layer.merge(
     Logger.replace(
       Logger.defaultLogger,
-      Logger.make(({ cause, message }) => {
-        process.stderr.write(`${process.stderr.isTTY === true ? "\r\u001b[K" : ""}${format(message, cause, verbose)}\n`)
+      Logger.make((entry) => {
+        if (!shown(entry, verbose)) return
+        const line = format(entry.message, entry.cause, verbose)
+        process.stderr.write(`${process.stderr.isTTY === true ? "\r\u001b[K" : ""}${line}\n`)
       })
     ),
-    Logger.minimumLogLevel(verbose ? LogLevel.Debug : LogLevel.Info)
+    Logger.minimumLogLevel(LogLevel.Debug)
   )

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as TestClock from "effect/TestClock"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
 import * as InferenceHttp from "../../src/layers/InferenceHttp.js"
@@ -50,7 +51,9 @@ const clientWith = (tier: RateLimiter.Options["tier"], refused: number, logs: Ar
       TokenEstimator.layer,
       Layer.succeed(HttpClient.HttpClient, http)
     )),
-    Layer.merge(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message)))))
+    Layer.merge(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))),
+    // the library logs retries at debug
+    Layer.merge(Logger.minimumLogLevel(LogLevel.Debug))
   )
 }
 

@@ -8,7 +8,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
+import * as HashMap from "effect/HashMap"
 import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -16,6 +18,7 @@ import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as TestClock from "effect/TestClock"
+import { retryAnnotation } from "../../src/internal/request/retry.js"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
 import * as ClientMetrics from "../../src/layers/ClientMetrics.js"
 import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
@@ -169,14 +172,19 @@ describe("RetryPolicy.reported", () => {
   const logged = <A, E>(effect: Effect.Effect<A, E>) =>
     Effect.gen(function*() {
       const lines: Array<string> = []
-      const logger = Logger.make(({ logLevel, message }) => {
+      const annotations: Array<unknown> = []
+      const logger = Logger.make(({ annotations: annotated, logLevel, message }) => {
         lines.push(`${logLevel.label} ${(message as ReadonlyArray<unknown>).join(" ")}`)
+        annotations.push(Option.getOrUndefined(HashMap.get(annotated, retryAnnotation)))
       })
-      const exit = yield* Effect.exit(effect.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger))))
-      return { exit, lines }
+      const exit = yield* Effect.exit(effect.pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+        Logger.withMinimumLogLevel(LogLevel.Debug)
+      ))
+      return { annotations, exit, lines }
     })
 
-  it.effect("one info line per retry: what failed, where, which retry of how many, when; none when it gives up", () =>
+  it.effect("one debug line per retry, marked as a retry's: what failed, where, which retry of how many, when; none at the end", () =>
     Effect.gen(function*() {
       const calls = yield* Ref.make(0)
       const policy = RetryPolicy.make({ maxRetries: 2, baseDelay: "1 second", maxDelay: "1 second" })
@@ -192,19 +200,20 @@ describe("RetryPolicy.reported", () => {
       )
       const fiber = yield* Effect.fork(logged(Effect.retry(attempt, RetryPolicy.reported(policy, "POST /embeddings"))))
       yield* TestClock.adjust("1 minute")
-      const { exit, lines } = yield* Fiber.join(fiber)
+      const { annotations, exit, lines } = yield* Fiber.join(fiber)
       assert.isTrue(Exit.isFailure(exit))
+      assert.deepStrictEqual(annotations, [1, 2])
       assert.strictEqual(yield* Ref.get(calls), 3)
       assert.strictEqual(lines.length, 2)
       // the error's own endpoint (with the base's path) wins over the one the caller knows; the wait is 500 ms to 1 s
       // (half of the 1 s step fixed, half random: at the top of the jitter it reads 1s)
       assert.match(
         lines[0]!,
-        /^INFO aifs: POST \/v2\/embeddings: ServerError: Model unavailable; retry 1 of 2 in (?:\d{3}ms|1s)$/
+        /^DEBUG aifs: POST \/v2\/embeddings: ServerError: Model unavailable; retry 1 of 2 in (?:\d{3}ms|1s)$/
       )
       assert.match(
         lines[1]!,
-        /^INFO aifs: POST \/v2\/embeddings: ServerError: Model unavailable; retry 2 of 2 in (?:\d{3}ms|1s)$/
+        /^DEBUG aifs: POST \/v2\/embeddings: ServerError: Model unavailable; retry 2 of 2 in (?:\d{3}ms|1s)$/
       )
       assert.strictEqual((yield* Metric.value(ClientMetrics.retries)).count - retries.count, 2)
     }))
@@ -219,7 +228,23 @@ describe("RetryPolicy.reported", () => {
       ))
       yield* TestClock.adjust("1 minute")
       const { lines } = yield* Fiber.join(fiber)
-      assert.deepStrictEqual(lines, ["INFO aifs: GET /models: RateLimited: slow down; retry 1 in 2s"])
+      assert.deepStrictEqual(lines, ["DEBUG aifs: GET /models: RateLimited: slow down; retry 1 in 2s"])
+    }))
+
+  it.effect("a message's closing period does not run into the retry: \"5 seconds; retry\", not \"5 seconds.; retry\"", () =>
+    Effect.gen(function*() {
+      const once: RetryPolicy.RetryPolicy.Service = {
+        schedule: Schedule.recurs(1).pipe(Schedule.as(Duration.seconds(5)), Schedule.addDelay(() => "5 seconds"))
+      }
+      const refusal = new RateLimited({ message: "Please retry after 5 seconds. ", status: 429 })
+      const fiber = yield* Effect.fork(logged(
+        Effect.retry(Effect.fail<ApiError>(refusal), RetryPolicy.reported(once, "POST /chat/completions"))
+      ))
+      yield* TestClock.adjust("1 minute")
+      const { lines } = yield* Fiber.join(fiber)
+      assert.deepStrictEqual(lines, [
+        "DEBUG aifs: POST /chat/completions: RateLimited: Please retry after 5 seconds; retry 1 in 5s"
+      ])
     }))
 })
 

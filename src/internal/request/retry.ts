@@ -11,6 +11,16 @@ import * as ScheduleDecision from "effect/ScheduleDecision"
 import type { ApiError } from "../../schemas/Errors.js"
 import * as Metrics from "../metrics.js"
 import { endpointOf } from "../transport.js"
+import type { RequestOptions } from "./types.js"
+
+/**
+ * The log annotation a retry's line carries: the library logs retries at the debug level (an application's logger is
+ * not the place for every retry), and the CLI's logger shows the lines that carry it at its default level.
+ */
+export const retryAnnotation = "aifs.retry"
+
+/** An error's message as a clause of a longer line: without its closing period ("...5 seconds."). */
+const clause = (message: string | undefined): string => (message ?? "").replace(/[\s.]+$/, "")
 
 /** A retry policy, as `RetryPolicy` provides it: its schedule, and the most retries it makes when bounded. */
 export interface Policy {
@@ -18,7 +28,7 @@ export interface Policy {
   readonly maxRetries?: number | undefined
 }
 
-/** The policy's schedule for one request, each retry counted and logged (`RetryPolicy.reported`). */
+/** The policy's schedule for one request, each retry counted and logged at debug (`RetryPolicy.reported`). */
 export const reported = (
   policy: Policy,
   endpoint: string
@@ -38,17 +48,15 @@ export const reported = (
           Metric.increment(Metrics.retries),
           Metric.incrementBy(Metrics.retryWaitMillis, Duration.toMillis(wait))
         ]),
-        Effect.logInfo(
-          `aifs: ${last?.endpoint ?? endpoint}: ${last?._tag}: ${last?.message}; retry ${++retries}${of} in ${
+        Effect.logDebug(
+          `aifs: ${last?.endpoint ?? endpoint}: ${last?._tag}: ${clause(last?.message)}; retry ${++retries}${of} in ${
             Duration.format(Duration.millis(Math.round(Duration.toMillis(wait))))
           }`
-        )
+        ).pipe(Effect.annotateLogs(retryAnnotation, retries))
       )
     )
   )
 }
-
-import type { RequestOptions } from "./types.js"
 
 /**
  * `effect`, retried by the policy unless the request says not to. The schedule's machinery is set up only after
