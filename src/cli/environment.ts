@@ -1,6 +1,7 @@
 /**
  * Where the CLI sends its requests: the configured service when `AIFS_API_KEY` is set, otherwise the
- * embedded emulator, started in-process (and said so on stderr), unless a base URL is set.
+ * embedded emulator, started in-process (and said so on stderr), unless a base URL is set. Unlike the library, the
+ * command keeps learnt limits and spend between runs by default, in the user's cache directory (`AIFS_CACHE_DIR`).
  *
  * @since 0.1.0
  */
@@ -18,13 +19,22 @@ import type * as Node from "../layers/Node.js"
 import { emulatorModule, nodeModule } from "./lazy.js"
 
 /**
- * `Node.layerFromEnv` with `settings` in front of the environment: the emulator's key and addresses, and every
- * other `AIFS_*` setting (limits, time limits, retries...) still read, and still refused when invalid.
+ * `Node.layerFromEnv` with `settings` in front of the environment (the emulator's key and addresses) and the
+ * command's defaults behind it (the cache directory): every other `AIFS_*` setting (limits, time limits, retries...)
+ * still read, and still refused when invalid.
  */
 const fromEnvWith = (node: typeof Node, settings: ReadonlyArray<readonly [string, string]>) =>
-  node.layerFromEnv.pipe(Layer.provide(Layer.setConfigProvider(
-    ConfigProvider.fromMap(new Map(settings)).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
-  )))
+  Layer.unwrapEffect(
+    Effect.configProviderWith((environment) =>
+      Effect.map(node.userCacheDirectory, (cacheDir) =>
+        node.layerFromEnv.pipe(Layer.provide(Layer.setConfigProvider(
+          ConfigProvider.fromMap(new Map(settings)).pipe(
+            ConfigProvider.orElse(() => environment),
+            ConfigProvider.orElse(() => ConfigProvider.fromMap(new Map([["AIFS_CACHE_DIR", cacheDir]])))
+          )
+        ))))
+    )
+  )
 
 const viaEmulator: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpServerError.ServeError> = Layer
   .unwrapEffect(
@@ -79,7 +89,7 @@ export const client: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpSe
       // an empty AIFS_API_KEY counts as unset: `AIFS_API_KEY= aifs ...` is how a shell unsets it for one command
       const set = <A>(value: Option.Option<A>, text: (a: A) => string) =>
         Option.isSome(value) && text(value.value).trim() !== ""
-      if (set(key, Redacted.value) || set(keyFile, String)) return Node.layerFromEnv
+      if (set(key, Redacted.value) || set(keyFile, String)) return fromEnvWith(Node, [])
       const baseUrl = yield* Config.option(ClientConfig.httpUrl("AIFS_BASE_URL"))
       if (Option.isNone(baseUrl)) return viaEmulator
       if (!isLocal(baseUrl.value)) {

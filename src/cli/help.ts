@@ -26,10 +26,10 @@ const environment = `ENVIRONMENT
   AIFS_BASE_URL            base of the standard endpoints (default https://llm-server.llmhub.t-systems.net/v2)
   AIFS_V1_URL, AIFS_QUEUE_URL  bases of vector stores and of the queue (default: from AIFS_BASE_URL's origin)
   AIFS_API_VERSION         1.1.0 (default) or 1.0.0
-  AIFS_TIER                the key's quota tier: auto (default: learnt from the server), basic or standard4000;
-                           or its plan, essential, professional or agentic (from 300/300000 a minute, then learnt)
-  AIFS_LIMITS              your plan's limits per window, by model: *=600/150000,gpt-4.1=100/30000
-                           (requests/tokens; * for every model without its own; over the tier's)
+  AIFS_TIER                the key's plan: auto (default: limits learnt from the server), basic, standard1000 to
+                           standard4000, essential, professional or agentic (each model's row of the plan's table)
+  AIFS_LIMITS              your limits per window, by model: *=300/300000/150000,gpt-4.1=100/30000
+                           (requests/input/output or requests/tokens; * for any model without its own; over the plan's)
   AIFS_MAX_RETRIES         retries after the first attempt (default 6)
   AIFS_TIMEOUT, AIFS_CONNECT_TIMEOUT, AIFS_FIRST_BYTE_TIMEOUT, AIFS_QUEUE_TIMEOUT, AIFS_STREAM_IDLE_TIMEOUT
                            time limits (default 10m, 10s, 10m, 30m, 2m)

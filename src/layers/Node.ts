@@ -134,12 +134,27 @@ const withClientConfig = <E, R>(
   )
 
 /**
- * The limiter's environment: `AIFS_LIMITS` (custom limits per model, `*=600/150000,gpt-4.1=100/30000`: requests
- * and tokens per window, `*` for every model without its own), `AIFS_LIMITER_REDIS_URL` (a Redis server shared by every process on the key; unset or
- * empty: this process's memory), `AIFS_LIMITER_REDIS_PREFIX` (default `aifs`), `AIFS_LIMITER_WINDOW` (the
- * server's window, default a minute) and `AIFS_CACHE_DIR` (where limits learnt without Redis are kept between runs,
- * with `AIFS_TIER=auto`: default `$XDG_CACHE_HOME/effect-aifs`, else `~/.cache/effect-aifs`; empty: not kept), and
- * `AIFS_BUDGET` (the most the key may spend a calendar month, in EUR: a warning at 80%, `BudgetExceeded` from 100%).
+ * The user's cache directory of this package: `$XDG_CACHE_HOME/effect-aifs`, else `~/.cache/effect-aifs`. The `aifs`
+ * command keeps learnt limits and spend there unless `AIFS_CACHE_DIR` says otherwise; a library writes nothing under
+ * the user's home unless asked to (`AIFS_CACHE_DIR`).
+ *
+ * @since 0.2.0
+ * @category config
+ */
+export const userCacheDirectory: Config.Config<string> = Config.option(Config.string("XDG_CACHE_HOME")).pipe(
+  Config.map((xdg) =>
+    `${Option.getOrElse(Option.filter(xdg, (dir) => dir !== ""), () => `${homedir()}/.cache`)}/effect-aifs`
+  )
+)
+
+/**
+ * The limiter's environment: `AIFS_LIMITS` (custom limits per model, `*=300/300000/150000,gpt-4.1=100/30000`:
+ * requests/input/output, or requests/tokens, per window; `*` for every model without its own),
+ * `AIFS_LIMITER_REDIS_URL` (a Redis server shared by every process on the key; unset or empty: this process's memory),
+ * `AIFS_LIMITER_REDIS_PREFIX` (default `aifs`), `AIFS_LIMITER_WINDOW` (the server's window, default a minute),
+ * `AIFS_CACHE_DIR` (where limits learnt and spend are kept without Redis, between runs; unset or empty: not kept; the
+ * `aifs` command's default is {@link userCacheDirectory}), and `AIFS_BUDGET` (the most the key may spend a calendar
+ * month, in EUR: a warning at 80%, `BudgetExceeded` from 100%).
  *
  * @since 0.2.0
  * @category config
@@ -160,16 +175,7 @@ export const limiterFromEnv = Config.all({
       Config.validate({ message: "Expected an amount of EUR a month, 0 or more", validation: (n) => n >= 0 })
     )
   ),
-  cacheDir: Config.option(Config.string("AIFS_CACHE_DIR")).pipe(
-    Config.zipWith(
-      Config.option(Config.string("XDG_CACHE_HOME")),
-      (own, xdg) =>
-        Option.getOrElse(
-          own,
-          () => `${Option.getOrElse(Option.filter(xdg, (dir) => dir !== ""), () => `${homedir()}/.cache`)}/effect-aifs`
-        )
-    )
-  )
+  cacheDir: Config.string("AIFS_CACHE_DIR").pipe(Config.withDefault(""))
 })
 
 /**

@@ -19,7 +19,7 @@ interface Usage extends RateLimiter.Spending {
 }
 
 /** Two `aifs chat` processes with `env`, then `aifs usage --json`: the month's spend as the third process sees it. */
-const twoChatsThenUsage = (env: Record<string, string>) =>
+const twoChatsThenUsage = (env: Record<string, string | undefined>) =>
   Effect.gen(function*() {
     for (let i = 0; i < 2; i++) {
       const chat = yield* aifs(["chat", "--no-stream", `hi ${i}`], env)
@@ -73,6 +73,29 @@ describe("aifs usage", { timeout: 90_000 }, () => {
       assert.match(lines[0]!, /^tier standard4000, key key#[0-9a-f]{8}$/)
       assert.match(lines[1]!, /^Llama-3\.3-70B-Instruct\t2 requests\t\d+ in, \d+ out\t[\d.]+ EUR$/)
       assert.match(lines[2]!, /^total [\d.]+ EUR this month \(\d{4}-\d{2}\); budget 10\.00 EUR, [\d.]+ EUR left$/)
+    }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
+
+  it.scopedLive("AIFS_CACHE_DIR unset: the command keeps it in the user's cache ($XDG_CACHE_HOME); empty: nowhere", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      const xdg = yield* tempDir("aifs-xdg-")
+      const usage = yield* twoChatsThenUsage({
+        AIFS_BASE_URL: emulator.baseUrl,
+        XDG_CACHE_HOME: xdg,
+        AIFS_CACHE_DIR: undefined
+      })
+      yield* assertAgrees(usage)
+      assert.strictEqual(fs.readdirSync(path.join(xdg, "effect-aifs")).filter((f) => f.startsWith("spend-")).length, 1)
+
+      const other = yield* tempDir("aifs-xdg-")
+      const alone = yield* twoChatsThenUsage({
+        AIFS_BASE_URL: emulator.baseUrl,
+        XDG_CACHE_HOME: other,
+        AIFS_CACHE_DIR: ""
+      })
+      // each process counted its own: the usage process sent nothing
+      assert.deepStrictEqual(alone.models, {})
+      assert.deepStrictEqual(fs.readdirSync(other), [])
     }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
 })
 

@@ -18,18 +18,21 @@ export interface Run {
   readonly stderr: string
 }
 
-/** The environment of a child CLI: this process's, without any `AIFS_*`, plus `env`. */
-export const cliEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({
-  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
-  // limits learnt (AIFS_TIER=auto, the default) are not kept in the user's cache directory by tests
-  AIFS_CACHE_DIR: "",
-  ...env
-})
+/** The environment of a child CLI: this process's, without any `AIFS_*`, plus `env` (`undefined`: unset). */
+export const cliEnv = (env: Record<string, string | undefined>): NodeJS.ProcessEnv =>
+  Object.fromEntries(
+    Object.entries({
+      ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AIFS_"))),
+      // limits learnt (AIFS_TIER=auto, the default) and spend are not kept in the user's cache directory by tests
+      AIFS_CACHE_DIR: "",
+      ...env
+    }).filter(([, value]) => value !== undefined)
+  )
 
 /** Runs `aifs ...` to its end, killed (and failed) after `timeoutMs`, or when the calling fiber is interrupted. */
 export const aifs = (
   args: ReadonlyArray<string>,
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
   options: {
     readonly timeoutMs?: number
     readonly input?: string
@@ -72,7 +75,7 @@ export const aifs = (
  */
 export const aifsRunning = (
   args: ReadonlyArray<string>,
-  env: Record<string, string>,
+  env: Record<string, string | undefined>,
   timeout: Duration.DurationInput = "60 seconds"
 ) =>
   Effect.map(

@@ -10,7 +10,9 @@ import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
+import * as os from "node:os"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
+import * as Node from "../../src/layers/Node.js"
 import * as Testing from "../../src/layers/Testing.js"
 import { listModels, modelListBody, recorder } from "./helpers.js"
 
@@ -236,5 +238,24 @@ describe("the configured bases are used by the transport", () => {
       )
       const request = yield* Queue.take(rec.calls)
       assert.strictEqual(request.url.href, "http://localhost:9999/custom/v2/models")
+    }))
+})
+
+describe("where learnt limits and spend are kept (AIFS_CACHE_DIR)", () => {
+  const limiterEnv = (env: Record<string, string>) => Effect.withConfigProvider(Node.limiterFromEnv, provider(env))
+
+  it.effect("a library keeps nothing between runs unless AIFS_CACHE_DIR names a directory, whatever XDG_CACHE_HOME says", () =>
+    Effect.gen(function*() {
+      assert.strictEqual((yield* limiterEnv({ XDG_CACHE_HOME: "/tmp/xdg" })).cacheDir, "")
+      assert.strictEqual((yield* limiterEnv({})).cacheDir, "")
+      assert.strictEqual((yield* limiterEnv({ AIFS_CACHE_DIR: "/tmp/own" })).cacheDir, "/tmp/own")
+    }))
+
+  it.effect("the aifs command's default: the user's cache directory, $XDG_CACHE_HOME first", () =>
+    Effect.gen(function*() {
+      const under = (env: Record<string, string>) => Effect.withConfigProvider(Node.userCacheDirectory, provider(env))
+      assert.strictEqual(yield* under({ XDG_CACHE_HOME: "/tmp/xdg" }), "/tmp/xdg/effect-aifs")
+      assert.strictEqual(yield* under({ XDG_CACHE_HOME: "" }), `${os.homedir()}/.cache/effect-aifs`)
+      assert.strictEqual(yield* under({}), `${os.homedir()}/.cache/effect-aifs`)
     }))
 })
