@@ -120,6 +120,9 @@ export const fitConsole = (
   }
 }
 
+/** `@effect/cli`'s words where this CLI has its own for the same: a missing file reads as every command says it. */
+const ourWords = (text: string): string => text.replace(/^Path '(.*)' must exist$/, "no such file: $1")
+
 /**
  * Every line this CLI writes to stderr starts with `aifs`; any other text is `@effect/cli`'s account of a usage
  * error (a missing argument, a file that does not exist, a value of the wrong type), printed as ours are: one line,
@@ -128,7 +131,7 @@ export const fitConsole = (
 const usageLine = (part: unknown): unknown =>
   typeof part !== "string" || part.startsWith("aifs") || part.trim() === ""
     ? part
-    : `aifs: error: ${part.trim().replace(/\s*\n\s*/g, " ")}`
+    : `aifs: error: ${ourWords(part.trim().replace(/\s*\n\s*/g, " "))}`
 
 /**
  * `Options.withDefault` that also says the default in the help.

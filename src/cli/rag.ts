@@ -127,6 +127,8 @@ const chatCommand = Command.make(
     prompt: Args.text({ name: "PROMPT" }).pipe(Args.withDescription("What to ask")),
     files: Options.file("files", { exists: "yes" }).pipe(
       Options.repeated,
+      // optional: shown in brackets in the usage line (a repeated option alone reads as required)
+      Options.withDefault<ReadonlyArray<string>>([]),
       Options.withDescription("Ingest these files first and chat over them (default: all your local files)")
     ),
     global: Options.boolean("global").pipe(Options.withDescription("Chat over the global knowledge base")),

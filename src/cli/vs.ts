@@ -110,6 +110,8 @@ const search = Command.make(
     store: Options.text("store").pipe(Options.optional, Options.withDescription("The store to search")),
     files: Options.file("files", { exists: "yes" }).pipe(
       Options.repeated,
+      // optional: shown in brackets in the usage line (a repeated option alone reads as required)
+      Options.withDefault<ReadonlyArray<string>>([]),
       Options.withDescription("Index these files into a temporary store first, then search it")
     ),
     texts: Options.integer("texts").pipe(Options.withDescription("top_k_texts"), withDefault(3)),

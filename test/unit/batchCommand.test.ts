@@ -169,7 +169,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.deepStrictEqual(outputIds(paths.output).sort(), ["a", "b"])
       assert.strictEqual(
         t.written.at(-1),
-        `aifs batch: 2 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines; 38 tokens ` +
+        `aifs batch: 2 succeeded, 0 failed, 0 already done, 0 bad input lines; 38 tokens ` +
           "in 0:00\n"
       )
       assert.strictEqual(code, 0)
@@ -221,7 +221,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       )
       assert.strictEqual(
         t.written[end],
-        `aifs batch: 2 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 1 bad input lines; 38 tokens ` +
+        `aifs batch: 2 succeeded, 0 failed, 0 already done, 1 bad input lines; 38 tokens ` +
           "in 0:02\n"
       )
     }))
@@ -259,7 +259,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.strictEqual(yield* server.count, 0)
       assert.deepStrictEqual(t.written.slice(-2), [
         "\r[########################] 0/0 (0 failed) 0 req/min 0 tokens/min, 0 retries, ETA --:--\u001b[K\n",
-        `aifs batch: 0 succeeded, 0 failed (error lines in ${paths.output}), 2 already done, 0 bad input lines; 0 tokens ` +
+        `aifs batch: 0 succeeded, 0 failed, 2 already done, 0 bad input lines; 0 tokens ` +
         "in 0:00\n"
       ])
       assert.strictEqual(code, 0)
@@ -284,7 +284,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.isTrue(lines.every((line) => line.error === null))
       assert.strictEqual(
         t.written.at(-1),
-        `aifs batch: 3 succeeded, 0 failed, 2 of them failed before (error lines in ${paths.output}), 1 already done, ` +
+        `aifs batch: 3 succeeded, 0 failed, 2 of them failed before, 1 already done, ` +
           "0 bad input lines; 57 tokens in 0:00\n"
       )
       assert.strictEqual(code, 0)
@@ -303,7 +303,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.deepStrictEqual(outputIds(paths.output), ["a", "b"])
       assert.strictEqual(
         t.written.at(-1),
-        `aifs batch: 1 succeeded, 0 failed (error lines in ${paths.output}), 1 already done (1 failed, kept by ` +
+        `aifs batch: 1 succeeded, 0 failed, 1 already done (1 failed, kept by ` +
           "--keep-failed), 0 bad input lines; 19 tokens in 0:00\n"
       )
       assert.strictEqual(code, 1)
@@ -411,11 +411,13 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.strictEqual(zero.message, "--concurrency must be at least 1")
       assert.isFalse(existsSync(paths.output))
       assert.strictEqual(yield* server.count, 0)
-      // a directory, say
+      // a directory (`aifs batch .`): said as such, and no output beside it
       const dir = yield* tempDir("aifs-batch-cli-")
-      const unreadable = yield* runBatch(dir, paths.output, 1).pipe(Effect.provide(layer), Effect.flip)
-      assert.instanceOf(unreadable, UsageError)
-      assert.strictEqual(unreadable.message, `cannot read ${dir}: EISDIR: illegal operation on a directory, read`)
+      const folder = yield* runBatch(dir, `${dir}.out.jsonl`, 1).pipe(Effect.provide(layer), Effect.flip)
+      assert.instanceOf(folder, UsageError)
+      assert.strictEqual(folder.message, `${dir} is a directory: give the JSONL file of requests`)
+      assert.isFalse(existsSync(`${dir}.out.jsonl`))
+      assert.strictEqual(yield* server.count, 0)
       // 1 is enough
       yield* runBatch(paths.input, paths.output, 1).pipe(Effect.provide(layer))
       assert.deepStrictEqual(outputIds(paths.output), ["a"])
@@ -536,7 +538,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.strictEqual(yield* server.count, 3)
       assert.deepStrictEqual(t.written.slice(-3), [
         "aifs batch: 3/10 (0 failed) 45 req/min 855 tokens/min, 0 retries, ETA 0:10\n",
-        `aifs batch: 3 succeeded, 0 failed (error lines in ${paths.output}), 0 already done, 0 bad input lines; 57 tokens ` +
+        `aifs batch: 3 succeeded, 0 failed, 0 already done, 0 bad input lines; 57 tokens ` +
         "in 0:04\n",
         "aifs batch: stopped; the rest is left for a rerun: aifs batch in --out out\n"
       ])

@@ -181,5 +181,11 @@ describe("what a run says", () => {
       "aifs batch: 3 succeeded, 1 failed, 2 of them failed before (error lines in out.jsonl), 4 already done (1 failed, " +
         "kept by --keep-failed), 2 bad input lines; 57 tokens in 1:02"
     )
+    // no failure: no error lines to point at
+    const clean: Report.Tally = { bad: 0, skipped: 0, keptFailed: 0, retried: 0, spent: undefined }
+    assert.strictEqual(
+      Report.summary({ ...progress, failed: 0 }, clean, "out.jsonl", 2),
+      "aifs batch: 3 succeeded, 0 failed, 0 already done, 0 bad input lines; 57 tokens in 0:02"
+    )
   })
 })

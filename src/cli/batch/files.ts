@@ -15,8 +15,8 @@ import * as Plan from "./plan.js"
 import * as Terminal from "./terminal.js"
 
 /**
- * The usage errors found before anything is read or written: a missing input, a concurrency below 1, the input
- * given as the output.
+ * The usage errors found before anything is read or written: a missing input or a directory, a concurrency below 1,
+ * the input given as the output.
  *
  * @since 0.4.0
  * @category checking
@@ -24,6 +24,9 @@ import * as Terminal from "./terminal.js"
 export const check = (input: string, output: string, concurrency: number): Effect.Effect<void, UsageError> =>
   Effect.suspend(() => {
     if (!fs.existsSync(input)) return Effect.fail(new UsageError(`no such file: ${input}`))
+    if (fs.statSync(input).isDirectory()) {
+      return Effect.fail(new UsageError(`${input} is a directory: give the JSONL file of requests`))
+    }
     if (concurrency < 1) return Effect.fail(new UsageError("--concurrency must be at least 1"))
     if (fs.existsSync(output) && fs.realpathSync(output) === fs.realpathSync(input)) {
       return Effect.fail(new UsageError(`--out ${output} is the input itself: give the results a file of their own`))

@@ -119,8 +119,9 @@ export const stopping = (tty: boolean, count: Batch.FlightCount, grace: Duration
  */
 export const summary = (progress: Progress.Progress, tally: Tally, output: string, seconds: number): string => {
   const retried = tally.retried > 0 ? `, ${tally.retried} of them failed before` : ""
+  const errors = progress.failed > 0 ? ` (error lines in ${output})` : ""
   const kept = tally.keptFailed > 0 ? ` (${tally.keptFailed} failed, kept by --keep-failed)` : ""
-  return `aifs batch: ${progress.done} succeeded, ${progress.failed} failed${retried} (error lines in ${output}), ` +
+  return `aifs batch: ${progress.done} succeeded, ${progress.failed} failed${retried}${errors}, ` +
     `${tally.skipped} already done${kept}, ${tally.bad} bad input lines; ${progress.tokens} tokens in ` +
     Progress.formatDuration(seconds)
 }
