@@ -4,7 +4,7 @@
  * waiters served first come, first served across processes and woken when capacity comes back.
  *
  * When the server cannot be reached or answers too late, the store counts in the process's own memory (one
- * warning, the metric `aifs_limiter_store_fallbacks_total`) and goes back to Redis when it answers again; with
+ * warning, the metric `aifs.limiter.store.fallbacks`) and goes back to Redis when it answers again; with
  * `onUnavailable: "fail"` a request fails with `LimiterUnavailable` instead. Either way no request is lost. While
  * the connection is down, no operation waits for the time limit, and a waiter asleep on a wait the server gave looks
  * again at once: every process goes on under its own limiter.

@@ -199,7 +199,7 @@ export const quotaState = (windowMs: number): Effect.Effect<QuotaState | undefin
   })
 
 /**
- * The client's retries so far (its `aifs_client_retries_total` metric).
+ * The client's retries so far (its `aifs.client.retries` metric).
  *
  * @since 0.2.0
  * @category reading

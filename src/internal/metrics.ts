@@ -1,6 +1,7 @@
 /**
  * The client's metrics, defined once: the request path and the limiter count into them, `ClientMetrics` exports
- * them. A leaf.
+ * them. Named as OpenTelemetry names metrics (dotted, the unit in the metadata or, for counters of milliseconds, as
+ * the span attribute `aifs.limiter.wait_ms` does). A leaf.
  * @internal
  */
 import * as Metric from "effect/Metric"
@@ -8,49 +9,49 @@ import * as MetricBoundaries from "effect/MetricBoundaries"
 import { operationDurationKey, tokenUsageKey } from "./telemetry.js"
 
 /** Attempts sent, tagged with the response `status`. */
-export const requests = Metric.counter("aifs_client_requests_total", {
+export const requests = Metric.counter("aifs.client.requests", {
   description: "HTTP attempts sent by the inference client",
   incremental: true
 })
 
 /** 429 responses met (each one, retried or not). */
-export const rateLimited = Metric.counter("aifs_client_rate_limited_total", {
+export const rateLimited = Metric.counter("aifs.client.rate_limited", {
   description: "429 responses met by the inference client",
   incremental: true
 })
 
 /** Retries made. */
-export const retries = Metric.counter("aifs_client_retries_total", {
+export const retries = Metric.counter("aifs.client.retries", {
   description: "Retries made by the inference client",
   incremental: true
 })
 
 /** Milliseconds waited before retries. */
-export const retryWaitMillis = Metric.counter("aifs_client_retry_wait_ms_total", {
+export const retryWaitMillis = Metric.counter("aifs.client.retry.wait_ms", {
   description: "Milliseconds the inference client waited before retries",
   incremental: true
 })
 
 /** Requests admitted by the proactive rate limiter. */
-export const limiterAdmitted = Metric.counter("aifs_limiter_admitted_total", {
+export const limiterAdmitted = Metric.counter("aifs.limiter.admitted", {
   description: "Requests admitted by the client's rate limiter",
   incremental: true
 })
 
 /** Tokens reserved by the proactive rate limiter. */
-export const limiterTokensReserved = Metric.counter("aifs_limiter_tokens_reserved_total", {
+export const limiterTokensReserved = Metric.counter("aifs.limiter.tokens_reserved", {
   description: "Tokens reserved by the client's rate limiter",
   incremental: true
 })
 
 /** Milliseconds requests spent waiting in the rate limiter for capacity. */
-export const limiterWaitMillis = Metric.counter("aifs_limiter_wait_ms_total", {
+export const limiterWaitMillis = Metric.counter("aifs.limiter.wait_ms", {
   description: "Milliseconds requests waited in the client's rate limiter",
   incremental: true
 })
 
 /** Times a shared limiter store (Redis) could not answer and the limiter counted in the process's own memory */
-export const limiterStoreFallbacks = Metric.counter("aifs_limiter_store_fallbacks_total", {
+export const limiterStoreFallbacks = Metric.counter("aifs.limiter.store.fallbacks", {
   description: "Outages of the shared limiter store during which the limiter counted in the process's memory",
   incremental: true
 })

@@ -267,10 +267,10 @@ export const failUnconnected = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect
 
 /**
  * A policy's schedule for the retries of one request to `endpoint` (a fresh one per request: it counts them), which
- * reports each retry: the `aifs_retries_total` and `aifs_retry_wait_ms_total` metrics, and one log line at the info
- * level saying what failed, which retry this is (of how many, when the policy bounds them) and when it goes, e.g.
- * `aifs: POST /v2/chat/completions: ServerError: Model unavailable; retry 1 of 6 in 1s`. The final
- * decision to give up is not a retry.
+ * reports each retry: the `aifs.client.retries` and `aifs.client.retry.wait_ms` metrics, and one log line at the
+ * debug level (annotated `aifs.retry`) saying what failed, which retry this is (of how many, when the policy bounds
+ * them) and when it goes, e.g. `aifs: POST /v2/chat/completions: ServerError: Model unavailable; retry 1 of 6 in 1s`.
+ * The final decision to give up is not a retry.
  *
  * @since 0.2.0
  * @category constructors

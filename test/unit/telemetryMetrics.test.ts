@@ -8,7 +8,9 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Metric from "effect/Metric"
+import { MetricTypeId } from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
@@ -174,4 +176,22 @@ describe("gen_ai.client.operation.duration", () => {
     }).pipe(Effect.provide(stack(Testing.httpClient(() => ({ body: answer({ prompt_tokens: 1, total_tokens: 1 }) })), {
       limiter: { limits: { "*": { rpm: 1, tpm: 1_000_000 } }, window: "7 seconds" }
     }))))
+})
+
+describe("the metrics' names", () => {
+  it.effect("follow OpenTelemetry's convention: dotted, lower case, under aifs. or gen_ai., no _total suffix", () =>
+    Effect.gen(function*() {
+      // reading a metric registers it: the registry's snapshot then names each one
+      const exported = Object.values(Metrics)
+      assert.isTrue(exported.every((value) => Predicate.hasProperty(value, MetricTypeId)))
+      for (const metric of exported) metric.unsafeValue([])
+      const names = new Set((yield* Metric.snapshot).map((pair) => pair.metricKey.name))
+      const ours = [...names].filter((name) => /^(aifs|gen_ai)[._]/.test(name))
+      // ClientMetrics' and the spend meter's (aifs.spend)
+      assert.isAtLeast(ours.length, exported.length, ours.join(", "))
+      for (const name of ours) {
+        assert.match(name, /^(aifs|gen_ai)(\.[a-z_]+)+$/)
+        assert.notMatch(name, /_total$/)
+      }
+    }))
 })
