@@ -331,6 +331,52 @@ describe("tier auto: what was learnt is kept", () => {
       learntNine(learnt)
     }).pipe(Effect.provide(Layer.merge(emulator, NodeFileSystem.layer))))
 
+  it.scoped("a cache directory that cannot be written: one warning, and the run learns and goes as in memory", () =>
+    Effect.gen(function*() {
+      const server = yield* Emulator.Emulator
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* tempDir("aifs-limits-")
+      // a file where the directory would be: every write fails (ENOTDIR)
+      yield* fs.writeFileString(`${dir}/file`, "")
+      const config = ClientConfig.layer({ apiKey: key, baseUrl: server.baseUrl, tier: "auto" })
+      const clientOn = (store: Layer.Layer<LimiterStore.LimiterStore>) =>
+        Inference.layerHttpLimitedWith({ window: `${windowMs} millis`, margin: 0 }).pipe(
+          Layer.provide(store),
+          Layer.provide(Node.httpClient),
+          Layer.provide(config)
+        )
+      const timed = (store: Layer.Layer<LimiterStore.LimiterStore>) =>
+        Effect.gen(function*() {
+          const logs: Array<string> = []
+          const started = yield* Clock.currentTimeMillis
+          const result = yield* Effect.gen(function*() {
+            const refusals = yield* drive(30, 8)
+            return { refusals, bucket: yield* bucketOf(llama) }
+          }).pipe(
+            Effect.provide(clientOn(store)),
+            Effect.provide(
+              Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))
+            )
+          )
+          const tookMs = (yield* Clock.currentTimeMillis) - started
+          yield* TestClock.adjust(windowMs)
+          return { ...result, tookMs, logs }
+        })
+      const unwritable = yield* timed(
+        LimiterStore.layerMemoryCached(`${dir}/file/cache`).pipe(
+          Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer))
+        )
+      )
+      const memory = yield* timed(LimiterStore.layerMemory)
+      assert.isAbove(unwritable.refusals.length, 0)
+      learntNine(unwritable.bucket?.budgets.requests.limit)
+      assert.strictEqual(unwritable.logs.filter((line) => line.includes("cannot keep them in")).length, 1)
+      assert.deepStrictEqual(yield* fs.readDirectory(dir), ["file"])
+      // the failed writes change nothing of the run's pace (on the TestClock: the limiter's own decisions, not the
+      // disk's time): as long as the same run in memory, within a window
+      assert.isAtMost(Math.abs(unwritable.tookMs - memory.tookMs), windowMs, `${unwritable.tookMs} vs ${memory.tookMs}`)
+    }).pipe(Effect.provide(Layer.merge(emulator, NodeFileSystem.layer))))
+
   it.scoped.skipIf(redisUrl === undefined)(
     "with Redis, in the store: a process that starts later does not learn again",
     () =>
