@@ -93,9 +93,6 @@ export const deferred = {
     "and the listeners' removal as survivors that the store's own tests do kill when run by hand (per-test coverage does " +
     "not attribute them); test/unit/redisLink.test.ts now tests them directly and `within` lost its equivalent flag; " +
     "the run on that code is the next session's (its dry runs met the flaky Redis test of that day)",
-  limiter: `${limiterDeferred}: first run admission 87.6%, core 93.6%, service 87.6%, line 71.4%; line.ts was then ` +
-    "rebuilt (a node's state a boolean, direct tests in test/unit/line.test.ts) and its re-run (238 mutants, about 45 " +
-    "minutes: line.ts's mutants that hang time out one by one) is still to come",
   limiterStore: `${limiterDeferred}: not yet run on the rebuilt RateLimiter.ts (49 mutants) and LimiterStore.ts (417)`
 }
 
