@@ -150,246 +150,261 @@ const ownSession = (state: GatewayState, user: User, sessionId: string | undefin
     : Effect.succeed(session)
 }
 
+/** The query pipeline's chat route, under `service` (the gateway answers under two names). */
+const chatRoute = (state: GatewayState, service: string): RouteDef =>
+  route({
+    service,
+    method: "POST",
+    path: "/api/v1/chat",
+    summary: "Ask a question in a session; answers from the session's ingested files and names the passages used",
+    documented: true,
+    body: ChatParams,
+    response: ChatAnswer,
+    handle: ({ body, now, user }) =>
+      Effect.gen(function*() {
+        const session = yield* ownSession(state, user, body.sessionId)
+        const own = [...state.files.values()].filter((f) =>
+          f.userId === user.userId && state.isIngested(f.fileId, now) &&
+          (session.activeFiles.length === 0 || session.activeFiles.includes(f.fileId))
+        )
+        const documents = session.globalContext && session.activeFiles.length === 0
+          ? [{ fileId: "global", fileName: "global knowledge base", passages: [{ text: globalKnowledge, index: 0 }] }]
+          : own.map((f) => ({ fileId: f.fileId, fileName: f.fileName, passages: state.passages.get(f.fileId) ?? [] }))
+        const hits = search(body.userPrompt, documents)
+        const answer = hits.length === 0
+          ? "I could not find an answer to that in the documents of this session."
+          : `According to ${hits[0]!.fileName}: ${hits[0]!.passage}`
+        session.messages.push({ role: "user", content: body.userPrompt }, { role: "assistant", content: answer })
+        return new ChatAnswer({ answer, sessionId: session.sessionId, sources: hits.map((h) => ({ ...h })) })
+      })
+  })
+
+/** Logging in, the user's configs and the user. */
+const accountRoutes = (state: GatewayState): ReadonlyArray<RouteDef> => [
+  route({
+    service: "",
+    method: "POST",
+    path: "/api/v1/auth/user",
+    summary: "Log in; answers a bearer token (HS256 JWT with exp)",
+    documented: true,
+    auth: false,
+    body: LoginParams,
+    response: AccessToken,
+    handle: ({ body, now }) => {
+      const user = state.users.get(body.username)
+      if (user === undefined || user.password !== body.password) {
+        return reject(401, "Invalid username or password")
+      }
+      return Effect.succeed(
+        new AccessToken({
+          access_token: state.issue(user, now),
+          token_type: "bearer",
+          expires_in: Math.floor(state.tokenLifetimeMs / 1000)
+        })
+      )
+    }
+  }),
+  route({
+    service: "config-manager",
+    method: "GET",
+    path: "/api/v1/user/configs",
+    summary: "The user's configs: group, local knowledge-base configs and their allowed LLMs",
+    documented: true,
+    response: UserConfigList,
+    handle: ({ user }) =>
+      Effect.succeed([
+        new UserConfig({
+          userGroupId: user.userGroupId,
+          localKbConfigs: [{
+            id: user.configId,
+            name: `${user.username}'s documents`,
+            allowed_llms: state.models.map((name) => ({ name }))
+          }]
+        })
+      ])
+  }),
+  route({
+    service: "user-manager",
+    method: "GET",
+    path: "/api/v1/users/me",
+    summary: "The logged-in user (emulator route: the public docs show no user-manager route)",
+    documented: false,
+    response: GatewayUser,
+    handle: ({ user }) =>
+      Effect.succeed(
+        new GatewayUser({
+          userId: user.userId,
+          username: user.username,
+          roles: user.roles,
+          userGroupId: user.userGroupId
+        })
+      )
+  })
+]
+
+/** Uploading and listing files, and ingesting them. */
+const fileRoutes = (state: GatewayState): ReadonlyArray<RouteDef> => [
+  route({
+    service: "file-manager",
+    method: "POST",
+    path: "/api/v1/files/",
+    summary: "Upload files (multipart, repeated field 'files'); answers one pending record per file",
+    documented: true,
+    query: [{ name: "kb", required: false }],
+    body: "multipart",
+    response: GatewayFileList,
+    handle: ({ now, user }) =>
+      Effect.gen(function*() {
+        const parts = yield* readFiles(state)
+        if (parts.length === 0) return yield* reject(400, "No files in the request")
+        return parts.map((part) => fileRecord(state, state.addFile(user, part.filename, part.content, now), now))
+      })
+  }),
+  route({
+    service: "file-manager",
+    method: "GET",
+    path: "/api/v1/files/",
+    summary: "The user's files by id (repeat fileIds), or all of them",
+    documented: true,
+    query: [{ name: "kb", required: false }, { name: "fileIds", required: false, repeated: true }],
+    response: GatewayFileList,
+    handle: ({ now, query, user }) => {
+      const ids = query.getAll("fileIds")
+      const own = [...state.files.values()].filter((f) => f.userId === user.userId)
+      return Effect.succeed(
+        (ids.length === 0 ? own : own.filter((f) => ids.includes(f.fileId))).map((f) => fileRecord(state, f, now))
+      )
+    }
+  }),
+  route({
+    service: "ingest-master",
+    method: "POST",
+    path: "/api/v1/task",
+    summary: "Start ingesting an uploaded file (filePath = its fileUri)",
+    documented: true,
+    body: CreateTaskParams,
+    response: IngestTask,
+    handle: ({ body, now, user }) => {
+      const file = [...state.files.values()].find((f) =>
+        f.userId === user.userId && (f.fileId === body.metadata.file_id || f.fileUri === body.filePath) &&
+        f.fileUri === body.filePath
+      )
+      if (file === undefined) return reject(404, `File '${body.filePath}' not found`)
+      return Effect.succeed(taskRecord(state, state.addTask(user, file, body.filePath, now), now))
+    }
+  }),
+  route({
+    service: "ingest-master",
+    method: "POST",
+    path: "/api/v1/tasks/file",
+    summary: "The ingestion tasks of a file, oldest first",
+    documented: true,
+    query: [{ name: "file_path", required: true }, { name: "role", required: false }],
+    response: IngestTaskList,
+    handle: ({ now, query, user }) => {
+      const filePath = query.get("file_path")
+      if (filePath === null) {
+        return reject(422, [{ type: "missing", loc: ["query", "file_path"], msg: "Field required" }])
+      }
+      return Effect.succeed(
+        state.tasks.filter((t) => t.userId === user.userId && t.filePath === filePath).map((t) =>
+          taskRecord(state, t, now)
+        )
+      )
+    }
+  })
+]
+
+/** The chat sessions: listed, created, read and deleted. */
+const sessionRoutes = (state: GatewayState): ReadonlyArray<RouteDef> => [
+  route({
+    service: "chat-session-manager",
+    method: "GET",
+    path: "/api/v1/sessions/",
+    summary: "The user's sessions",
+    documented: true,
+    response: ChatSessionList,
+    handle: ({ user }) =>
+      Effect.succeed(
+        [...state.sessions.values()].filter((s) => s.userId === user.userId).map((s) => sessionRecord(s, false))
+      )
+  }),
+  route({
+    service: "chat-session-manager",
+    method: "POST",
+    path: "/api/v1/sessions/",
+    summary: "Create a session over files (activeFiles; empty: all local files) or the global knowledge base",
+    documented: true,
+    body: CreateSessionParams,
+    response: ChatSession,
+    handle: ({ body, now, user }) =>
+      Effect.gen(function*() {
+        const config = body.config
+        if (config.localConfigId != null && config.localConfigId !== user.configId) {
+          return yield* reject(404, `Config '${config.localConfigId}' not found`)
+        }
+        if (config.chatModel != null && !state.models.includes(config.chatModel)) {
+          return yield* reject(400, `Model '${config.chatModel}' is not allowed for this config`)
+        }
+        for (const fileId of config.activeFiles ?? []) {
+          const file = state.files.get(fileId)
+          if (file === undefined || file.userId !== user.userId) {
+            return yield* reject(404, `File '${fileId}' not found`)
+          }
+        }
+        const session: StoredSession = {
+          sessionId: state.id("session"),
+          userId: user.userId,
+          title: body.title ?? "New chat",
+          localConfigId: config.localConfigId ?? undefined,
+          globalContext: config.globalContext ?? false,
+          activeFiles: config.activeFiles ?? [],
+          chatModel: config.chatModel ?? undefined,
+          createdAt: now,
+          messages: []
+        }
+        state.sessions.set(session.sessionId, session)
+        return sessionRecord(session, false)
+      })
+  }),
+  route({
+    service: "chat-session-manager",
+    method: "GET",
+    path: "/api/v1/sessions/:sessionId",
+    summary: "One session with its history (emulator route)",
+    documented: false,
+    response: ChatSession,
+    handle: ({ params, user }) =>
+      Effect.map(ownSession(state, user, params.sessionId), (session) => sessionRecord(session, true))
+  }),
+  route({
+    service: "chat-session-manager",
+    method: "DELETE",
+    path: "/api/v1/sessions/:sessionId",
+    summary: "Delete a session (emulator route)",
+    documented: false,
+    response: Deleted,
+    handle: ({ params, user }) =>
+      Effect.map(ownSession(state, user, params.sessionId), (session) => {
+        state.sessions.delete(session.sessionId)
+        return new Deleted({ id: session.sessionId, deleted: true })
+      })
+  })
+]
+
 /**
  * The route table of the emulated gateway.
  *
  * @since 0.1.0
  * @category routes
  */
-export const routes = (state: GatewayState): ReadonlyArray<RouteDef> => {
-  const queryPipeline = (service: string) =>
-    route({
-      service,
-      method: "POST",
-      path: "/api/v1/chat",
-      summary: "Ask a question in a session; answers from the session's ingested files and names the passages used",
-      documented: true,
-      body: ChatParams,
-      response: ChatAnswer,
-      handle: ({ body, now, user }) =>
-        Effect.gen(function*() {
-          const session = yield* ownSession(state, user, body.sessionId)
-          const own = [...state.files.values()].filter((f) =>
-            f.userId === user.userId && state.isIngested(f.fileId, now) &&
-            (session.activeFiles.length === 0 || session.activeFiles.includes(f.fileId))
-          )
-          const documents = session.globalContext && session.activeFiles.length === 0
-            ? [{ fileId: "global", fileName: "global knowledge base", passages: [{ text: globalKnowledge, index: 0 }] }]
-            : own.map((f) => ({ fileId: f.fileId, fileName: f.fileName, passages: state.passages.get(f.fileId) ?? [] }))
-          const hits = search(body.userPrompt, documents)
-          const answer = hits.length === 0
-            ? "I could not find an answer to that in the documents of this session."
-            : `According to ${hits[0]!.fileName}: ${hits[0]!.passage}`
-          session.messages.push({ role: "user", content: body.userPrompt }, { role: "assistant", content: answer })
-          return new ChatAnswer({ answer, sessionId: session.sessionId, sources: hits.map((h) => ({ ...h })) })
-        })
-    })
-  return [
-    route({
-      service: "",
-      method: "POST",
-      path: "/api/v1/auth/user",
-      summary: "Log in; answers a bearer token (HS256 JWT with exp)",
-      documented: true,
-      auth: false,
-      body: LoginParams,
-      response: AccessToken,
-      handle: ({ body, now }) => {
-        const user = state.users.get(body.username)
-        if (user === undefined || user.password !== body.password) {
-          return reject(401, "Invalid username or password")
-        }
-        return Effect.succeed(
-          new AccessToken({
-            access_token: state.issue(user, now),
-            token_type: "bearer",
-            expires_in: Math.floor(state.tokenLifetimeMs / 1000)
-          })
-        )
-      }
-    }),
-    route({
-      service: "config-manager",
-      method: "GET",
-      path: "/api/v1/user/configs",
-      summary: "The user's configs: group, local knowledge-base configs and their allowed LLMs",
-      documented: true,
-      response: UserConfigList,
-      handle: ({ user }) =>
-        Effect.succeed([
-          new UserConfig({
-            userGroupId: user.userGroupId,
-            localKbConfigs: [{
-              id: user.configId,
-              name: `${user.username}'s documents`,
-              allowed_llms: state.models.map((name) => ({ name }))
-            }]
-          })
-        ])
-    }),
-    route({
-      service: "user-manager",
-      method: "GET",
-      path: "/api/v1/users/me",
-      summary: "The logged-in user (emulator route: the public docs show no user-manager route)",
-      documented: false,
-      response: GatewayUser,
-      handle: ({ user }) =>
-        Effect.succeed(
-          new GatewayUser({
-            userId: user.userId,
-            username: user.username,
-            roles: user.roles,
-            userGroupId: user.userGroupId
-          })
-        )
-    }),
-    route({
-      service: "file-manager",
-      method: "POST",
-      path: "/api/v1/files/",
-      summary: "Upload files (multipart, repeated field 'files'); answers one pending record per file",
-      documented: true,
-      query: [{ name: "kb", required: false }],
-      body: "multipart",
-      response: GatewayFileList,
-      handle: ({ now, user }) =>
-        Effect.gen(function*() {
-          const parts = yield* readFiles(state)
-          if (parts.length === 0) return yield* reject(400, "No files in the request")
-          return parts.map((part) => fileRecord(state, state.addFile(user, part.filename, part.content, now), now))
-        })
-    }),
-    route({
-      service: "file-manager",
-      method: "GET",
-      path: "/api/v1/files/",
-      summary: "The user's files by id (repeat fileIds), or all of them",
-      documented: true,
-      query: [{ name: "kb", required: false }, { name: "fileIds", required: false, repeated: true }],
-      response: GatewayFileList,
-      handle: ({ now, query, user }) => {
-        const ids = query.getAll("fileIds")
-        const own = [...state.files.values()].filter((f) => f.userId === user.userId)
-        return Effect.succeed(
-          (ids.length === 0 ? own : own.filter((f) => ids.includes(f.fileId))).map((f) => fileRecord(state, f, now))
-        )
-      }
-    }),
-    route({
-      service: "ingest-master",
-      method: "POST",
-      path: "/api/v1/task",
-      summary: "Start ingesting an uploaded file (filePath = its fileUri)",
-      documented: true,
-      body: CreateTaskParams,
-      response: IngestTask,
-      handle: ({ body, now, user }) => {
-        const file = [...state.files.values()].find((f) =>
-          f.userId === user.userId && (f.fileId === body.metadata.file_id || f.fileUri === body.filePath) &&
-          f.fileUri === body.filePath
-        )
-        if (file === undefined) return reject(404, `File '${body.filePath}' not found`)
-        return Effect.succeed(taskRecord(state, state.addTask(user, file, body.filePath, now), now))
-      }
-    }),
-    route({
-      service: "ingest-master",
-      method: "POST",
-      path: "/api/v1/tasks/file",
-      summary: "The ingestion tasks of a file, oldest first",
-      documented: true,
-      query: [{ name: "file_path", required: true }, { name: "role", required: false }],
-      response: IngestTaskList,
-      handle: ({ now, query, user }) => {
-        const filePath = query.get("file_path")
-        if (filePath === null) {
-          return reject(422, [{ type: "missing", loc: ["query", "file_path"], msg: "Field required" }])
-        }
-        return Effect.succeed(
-          state.tasks.filter((t) => t.userId === user.userId && t.filePath === filePath).map((t) =>
-            taskRecord(state, t, now)
-          )
-        )
-      }
-    }),
-    route({
-      service: "chat-session-manager",
-      method: "GET",
-      path: "/api/v1/sessions/",
-      summary: "The user's sessions",
-      documented: true,
-      response: ChatSessionList,
-      handle: ({ user }) =>
-        Effect.succeed(
-          [...state.sessions.values()].filter((s) => s.userId === user.userId).map((s) => sessionRecord(s, false))
-        )
-    }),
-    route({
-      service: "chat-session-manager",
-      method: "POST",
-      path: "/api/v1/sessions/",
-      summary: "Create a session over files (activeFiles; empty: all local files) or the global knowledge base",
-      documented: true,
-      body: CreateSessionParams,
-      response: ChatSession,
-      handle: ({ body, now, user }) =>
-        Effect.gen(function*() {
-          const config = body.config
-          if (config.localConfigId != null && config.localConfigId !== user.configId) {
-            return yield* reject(404, `Config '${config.localConfigId}' not found`)
-          }
-          if (config.chatModel != null && !state.models.includes(config.chatModel)) {
-            return yield* reject(400, `Model '${config.chatModel}' is not allowed for this config`)
-          }
-          for (const fileId of config.activeFiles ?? []) {
-            const file = state.files.get(fileId)
-            if (file === undefined || file.userId !== user.userId) {
-              return yield* reject(404, `File '${fileId}' not found`)
-            }
-          }
-          const session: StoredSession = {
-            sessionId: state.id("session"),
-            userId: user.userId,
-            title: body.title ?? "New chat",
-            localConfigId: config.localConfigId ?? undefined,
-            globalContext: config.globalContext ?? false,
-            activeFiles: config.activeFiles ?? [],
-            chatModel: config.chatModel ?? undefined,
-            createdAt: now,
-            messages: []
-          }
-          state.sessions.set(session.sessionId, session)
-          return sessionRecord(session, false)
-        })
-    }),
-    route({
-      service: "chat-session-manager",
-      method: "GET",
-      path: "/api/v1/sessions/:sessionId",
-      summary: "One session with its history (emulator route)",
-      documented: false,
-      response: ChatSession,
-      handle: ({ params, user }) =>
-        Effect.map(ownSession(state, user, params.sessionId), (session) => sessionRecord(session, true))
-    }),
-    route({
-      service: "chat-session-manager",
-      method: "DELETE",
-      path: "/api/v1/sessions/:sessionId",
-      summary: "Delete a session (emulator route)",
-      documented: false,
-      response: Deleted,
-      handle: ({ params, user }) =>
-        Effect.map(ownSession(state, user, params.sessionId), (session) => {
-          state.sessions.delete(session.sessionId)
-          return new Deleted({ id: session.sessionId, deleted: true })
-        })
-    }),
-    queryPipeline("query-pipeline"),
-    queryPipeline("query-pipelines")
-  ]
-}
+export const routes = (state: GatewayState): ReadonlyArray<RouteDef> => [
+  ...accountRoutes(state),
+  ...fileRoutes(state),
+  ...sessionRoutes(state),
+  chatRoute(state, "query-pipeline"),
+  chatRoute(state, "query-pipelines")
+]
 
 const authenticate = (state: GatewayState, now: number) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
