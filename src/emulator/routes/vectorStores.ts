@@ -150,6 +150,125 @@ const indexedOf = (vs: StoredVectorStore) =>
 
 const searchTime = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace("T", " ")
 
+/** `POST /vector_stores`: a store of its own name, on catalogued embedding models. */
+const createStore = (state: EmulatorState) =>
+  Effect.gen(function*() {
+    const key = yield* authenticate(state)
+    const params = yield* decodeBody(CreateRequest)
+    const textModel = params.chunking_strategy?.text_embedding_model ?? defaultTextModel
+    const visionModel = params.chunking_strategy?.vision_embedding_model ?? defaultVisionModel
+    const text = yield* requireCatalogued(textModel, "embedding", "text embeddings")
+    yield* requireCatalogued(visionModel, "embedding", "vision embeddings")
+    const stores = state.store.of(key.key).vectorStores
+    if ([...stores.values()].some((vs) => vs.name === params.name)) {
+      return yield* reject(409, `A vector store named '${params.name}' already exists`)
+    }
+    const now = yield* Clock.currentTimeMillis
+    const vs: StoredVectorStore = {
+      id: `vs_${state.next().toString(36).padStart(8, "0")}`,
+      name: params.name,
+      createdMs: now,
+      textModel,
+      visionModel,
+      dimensions: text.dimensions ?? 256,
+      files: new Map(),
+      lastActiveMs: now
+    }
+    stores.set(vs.id, vs)
+    return HttpServerResponse.unsafeJson(storeRecord(vs, now))
+  })
+
+/** `POST /vector_stores/:id/files`: an uploaded file chunked and indexed into the store. */
+const addFile = (state: EmulatorState) =>
+  Effect.gen(function*() {
+    const key = yield* authenticate(state)
+    const vs = yield* storeOf(state, key)
+    const params = yield* decodeBody(AddFileParams)
+    const file = state.store.of(key.key).files.get(params.file_id)
+    if (file === undefined) return yield* reject(404, `File '${params.file_id}' not found`)
+    const chunkSize = params.chunking_strategy?.chunk_size ?? 1024
+    const chunkOverlap = params.chunking_strategy?.chunk_overlap ?? 100
+    if (!Number.isInteger(chunkSize) || chunkSize < 1 || chunkSize > 8192) {
+      return yield* reject(400, "chunk_size must be an integer from 1 to 8192")
+    }
+    if (!Number.isInteger(chunkOverlap) || chunkOverlap < 0 || chunkOverlap >= chunkSize) {
+      return yield* reject(400, "chunk_overlap must be an integer from 0 to less than chunk_size")
+    }
+    const now = yield* Clock.currentTimeMillis
+    const indexed = indexFile(vs, file, now, chunkSize, chunkOverlap)
+    vs.files.set(file.id, indexed)
+    vs.lastActiveMs = now
+    return HttpServerResponse.unsafeJson(fileRecord(vs, indexed, now))
+  })
+
+/** `POST /vector_stores/:id/search`: the best text chunks and images of the store's indexed files. */
+const searchStore = (state: EmulatorState) =>
+  Effect.gen(function*() {
+    const key = yield* authenticate(state)
+    const vs = yield* storeOf(state, key)
+    const params = yield* decodeBody(SearchRequest)
+    const topTexts = params.top_k_texts ?? 3
+    const topImages = params.top_k_images ?? 2
+    if (!Number.isInteger(topTexts) || topTexts < 0 || !Number.isInteger(topImages) || topImages < 0) {
+      return yield* reject(400, "top_k_texts and top_k_images must be non-negative integers")
+    }
+    const now = yield* Clock.currentTimeMillis
+    vs.lastActiveMs = now
+    const query = embed(params.query, vs.dimensions)
+    const ready = [...vs.files.values()].filter((f) => indexStatus(f, now) === "completed")
+    const texts = ready.flatMap((file) =>
+      file.chunks.map((chunk, i) => ({
+        file,
+        score: cosine(query, chunk.vector),
+        content: [{ type: "text", text: chunk.text }],
+        page: i + 1
+      }))
+    ).sort((a, b) => b.score - a.score).slice(0, topTexts)
+    // a late-interaction vision score: a different scale from the text cosine, as on the service
+    const images = ready.flatMap((file) =>
+      file.image === undefined ? [] : [{
+        file,
+        score: 10 + 20 * Math.max(0, cosine(query, file.image.vector)),
+        content: [{ type: "base64", text: file.image.dataUrl }],
+        page: 1
+      }]
+    ).sort((a, b) => b.score - a.score).slice(0, topImages)
+    return HttpServerResponse.unsafeJson({
+      object: "vector_store.search_results.page",
+      search_query: [params.query],
+      data: [...texts, ...images].map((hit) => ({
+        file_id: hit.file.fileId,
+        filename: hit.file.filename,
+        score: hit.score,
+        attributes: {},
+        content: hit.content,
+        file_type: extension(hit.file.filename),
+        created_at: searchTime(hit.file.createdMs),
+        page_number: hit.page
+      })),
+      has_more: false,
+      next_page: null
+    })
+  })
+
+/** `GET /vector_stores/:id/files`: a page of the store's files. */
+const listFiles = (state: EmulatorState) =>
+  Effect.gen(function*() {
+    const key = yield* authenticate(state)
+    const vs = yield* storeOf(state, key)
+    const limit = yield* limitParam(20, 100)
+    const after = yield* queryParam("after")
+    const order = yield* orderParam
+    const now = yield* Clock.currentTimeMillis
+    const files = [...vs.files.values()].map((f) => ({ ...f, id: f.fileId }))
+    const { data, has_more } = page(files, { limit, after, order })
+    return HttpServerResponse.unsafeJson({
+      object: "list",
+      data: data.map((f) => fileRecord(vs, f, now)),
+      has_more
+    })
+  })
+
 /**
  * The vector-store routes (mounted at `/v1`).
  *
@@ -160,31 +279,7 @@ export const router = (state: EmulatorState) =>
   HttpRouter.empty.pipe(
     HttpRouter.post(
       "/vector_stores",
-      Effect.gen(function*() {
-        const key = yield* authenticate(state)
-        const params = yield* decodeBody(CreateRequest)
-        const textModel = params.chunking_strategy?.text_embedding_model ?? defaultTextModel
-        const visionModel = params.chunking_strategy?.vision_embedding_model ?? defaultVisionModel
-        const text = yield* requireCatalogued(textModel, "embedding", "text embeddings")
-        yield* requireCatalogued(visionModel, "embedding", "vision embeddings")
-        const stores = state.store.of(key.key).vectorStores
-        if ([...stores.values()].some((vs) => vs.name === params.name)) {
-          return yield* reject(409, `A vector store named '${params.name}' already exists`)
-        }
-        const now = yield* Clock.currentTimeMillis
-        const vs: StoredVectorStore = {
-          id: `vs_${state.next().toString(36).padStart(8, "0")}`,
-          name: params.name,
-          createdMs: now,
-          textModel,
-          visionModel,
-          dimensions: text.dimensions ?? 256,
-          files: new Map(),
-          lastActiveMs: now
-        }
-        stores.set(vs.id, vs)
-        return HttpServerResponse.unsafeJson(storeRecord(vs, now))
-      })
+      createStore(state)
     ),
     HttpRouter.get(
       "/vector_stores",
@@ -217,44 +312,11 @@ export const router = (state: EmulatorState) =>
     ),
     HttpRouter.post(
       "/vector_stores/:id/files",
-      Effect.gen(function*() {
-        const key = yield* authenticate(state)
-        const vs = yield* storeOf(state, key)
-        const params = yield* decodeBody(AddFileParams)
-        const file = state.store.of(key.key).files.get(params.file_id)
-        if (file === undefined) return yield* reject(404, `File '${params.file_id}' not found`)
-        const chunkSize = params.chunking_strategy?.chunk_size ?? 1024
-        const chunkOverlap = params.chunking_strategy?.chunk_overlap ?? 100
-        if (!Number.isInteger(chunkSize) || chunkSize < 1 || chunkSize > 8192) {
-          return yield* reject(400, "chunk_size must be an integer from 1 to 8192")
-        }
-        if (!Number.isInteger(chunkOverlap) || chunkOverlap < 0 || chunkOverlap >= chunkSize) {
-          return yield* reject(400, "chunk_overlap must be an integer from 0 to less than chunk_size")
-        }
-        const now = yield* Clock.currentTimeMillis
-        const indexed = indexFile(vs, file, now, chunkSize, chunkOverlap)
-        vs.files.set(file.id, indexed)
-        vs.lastActiveMs = now
-        return HttpServerResponse.unsafeJson(fileRecord(vs, indexed, now))
-      })
+      addFile(state)
     ),
     HttpRouter.get(
       "/vector_stores/:id/files",
-      Effect.gen(function*() {
-        const key = yield* authenticate(state)
-        const vs = yield* storeOf(state, key)
-        const limit = yield* limitParam(20, 100)
-        const after = yield* queryParam("after")
-        const order = yield* orderParam
-        const now = yield* Clock.currentTimeMillis
-        const files = [...vs.files.values()].map((f) => ({ ...f, id: f.fileId }))
-        const { data, has_more } = page(files, { limit, after, order })
-        return HttpServerResponse.unsafeJson({
-          object: "list",
-          data: data.map((f) => fileRecord(vs, f, now)),
-          has_more
-        })
-      })
+      listFiles(state)
     ),
     HttpRouter.get(
       "/vector_stores/:id/files/:file_id",
@@ -277,52 +339,6 @@ export const router = (state: EmulatorState) =>
     ),
     HttpRouter.post(
       "/vector_stores/:id/search",
-      Effect.gen(function*() {
-        const key = yield* authenticate(state)
-        const vs = yield* storeOf(state, key)
-        const params = yield* decodeBody(SearchRequest)
-        const topTexts = params.top_k_texts ?? 3
-        const topImages = params.top_k_images ?? 2
-        if (!Number.isInteger(topTexts) || topTexts < 0 || !Number.isInteger(topImages) || topImages < 0) {
-          return yield* reject(400, "top_k_texts and top_k_images must be non-negative integers")
-        }
-        const now = yield* Clock.currentTimeMillis
-        vs.lastActiveMs = now
-        const query = embed(params.query, vs.dimensions)
-        const ready = [...vs.files.values()].filter((f) => indexStatus(f, now) === "completed")
-        const texts = ready.flatMap((file) =>
-          file.chunks.map((chunk, i) => ({
-            file,
-            score: cosine(query, chunk.vector),
-            content: [{ type: "text", text: chunk.text }],
-            page: i + 1
-          }))
-        ).sort((a, b) => b.score - a.score).slice(0, topTexts)
-        // a late-interaction vision score: a different scale from the text cosine, as on the service
-        const images = ready.flatMap((file) =>
-          file.image === undefined ? [] : [{
-            file,
-            score: 10 + 20 * Math.max(0, cosine(query, file.image.vector)),
-            content: [{ type: "base64", text: file.image.dataUrl }],
-            page: 1
-          }]
-        ).sort((a, b) => b.score - a.score).slice(0, topImages)
-        return HttpServerResponse.unsafeJson({
-          object: "vector_store.search_results.page",
-          search_query: [params.query],
-          data: [...texts, ...images].map((hit) => ({
-            file_id: hit.file.fileId,
-            filename: hit.file.filename,
-            score: hit.score,
-            attributes: {},
-            content: hit.content,
-            file_type: extension(hit.file.filename),
-            created_at: searchTime(hit.file.createdMs),
-            page_number: hit.page
-          })),
-          has_more: false,
-          next_page: null
-        })
-      })
+      searchStore(state)
     )
   )
