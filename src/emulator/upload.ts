@@ -170,25 +170,20 @@ const sizeError = (error: Multipart.MultipartError) =>
     : new Malformed(error.reason)
 
 /**
- * Reads a `multipart/form-data` body: 413 past `maxUploadBytes` (announced, or as soon as the body passes it
- * while it streams in), 422 when it is not multipart, 400 when it has no boundary or cannot be parsed
- * (broken boundary, truncated body).
- *
- * @since 0.1.0
- * @category bodies
+ * The body of a `multipart/form-data` request, read whole within the limit up to its closing delimiter: 422 when it
+ * is not multipart, 400 without a boundary or a closing delimiter, 413 past the limit.
  */
-export const readUpload = (
-  limits: UploadLimits,
-  options: { readonly field?: string | undefined } = {}
-): Effect.Effect<Upload, Reject, HttpServerRequest.HttpServerRequest> =>
+const multipartBody = (
+  request: HttpServerRequest.HttpServerRequest,
+  limit: number,
+  field: string
+): Effect.Effect<{ readonly body: Buffer; readonly end: number; readonly delimiter: string }, Reject> =>
   Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const limit = limits.maxUploadBytes
     const contentType = request.headers["content-type"] ?? ""
     if (!contentType.toLowerCase().startsWith("multipart/form-data")) {
       return yield* reject(422, [{
         type: "missing",
-        loc: ["body", options.field ?? "file"],
+        loc: ["body", field],
         msg: "Field required (expected a multipart/form-data body)"
       }])
     }
@@ -211,9 +206,22 @@ export const readUpload = (
     if (end === undefined) {
       return yield* reject(400, "The multipart body could not be parsed (truncated: no closing boundary)")
     }
+    return { body, end, delimiter }
+  })
+
+/**
+ * The fields and files of a whole multipart body (`multipartBody`), each name as sent (RFC 2231 / latin-1 names
+ * decoded), its files' bytes within the limit all together; what the parser refuses is the reason it gives.
+ */
+const parts = (
+  request: HttpServerRequest.HttpServerRequest,
+  { body, delimiter, end }: { readonly body: Buffer; readonly end: number; readonly delimiter: string },
+  limit: number
+): Effect.Effect<Upload | TooLarge | Malformed> =>
+  Effect.gen(function*() {
     const fields: Record<string, string> = {}
     const files = new Map<string, UploadedFile>()
-    const parts: Array<UploadedFile> = []
+    const all: Array<UploadedFile> = []
     let total = 0
     const readable = readableHeaders(body.subarray(0, end), delimiter)
     /** The names of the next part, as sent. */
@@ -258,7 +266,7 @@ export const readUpload = (
             content: concat(chunks, size)
           }
           if (!files.has(part.key)) files.set(part.key, file)
-          parts.push(file)
+          all.push(file)
         })
       ),
       Effect.as<TooLarge | Malformed | undefined>(undefined),
@@ -270,9 +278,30 @@ export const readUpload = (
           : Option.none()
       )
     )
-    if (outcome?._tag === "TooLarge") return yield* tooLarge(limit)
-    if (outcome !== undefined) return yield* reject(400, `The multipart body could not be parsed (${outcome.reason})`)
-    return { fields, files, parts }
+    return outcome ?? { fields, files, parts: all }
+  })
+
+/**
+ * Reads a `multipart/form-data` body: 413 past `maxUploadBytes` (announced, or as soon as the body passes it
+ * while it streams in), 422 when it is not multipart, 400 when it has no boundary or cannot be parsed
+ * (broken boundary, truncated body).
+ *
+ * @since 0.1.0
+ * @category bodies
+ */
+export const readUpload = (
+  limits: UploadLimits,
+  options: { readonly field?: string | undefined } = {}
+): Effect.Effect<Upload, Reject, HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const limit = limits.maxUploadBytes
+    const outcome = yield* parts(request, yield* multipartBody(request, limit, options.field ?? "file"), limit)
+    if (outcome instanceof TooLarge) return yield* tooLarge(limit)
+    if (outcome instanceof Malformed) {
+      return yield* reject(400, `The multipart body could not be parsed (${outcome.reason})`)
+    }
+    return outcome
   })
 
 /**

@@ -146,6 +146,54 @@ const fileOf = (state: EmulatorState, key: KeySpec, base: FilesBase) =>
     return file
   })
 
+/** `POST /files`: a multipart upload kept under its purpose, if the base takes that purpose. */
+const upload = (state: EmulatorState, base: FilesBase) =>
+  Effect.gen(function*() {
+    const key = yield* authenticate(state)
+    const upload = yield* readUpload(state)
+    const file = yield* requireFile(upload)
+    const purpose = yield* requireField(upload, "purpose")
+    if (!belongs(base, purpose)) {
+      return yield* reject(
+        400,
+        base === "v1"
+          ? `Purpose '${purpose}' is not supported on /v1: only 'visual-rag'`
+          : `Purpose '${purpose}' is not supported on /v2: upload 'visual-rag' files to /v1`
+      )
+    }
+    const now = yield* Clock.currentTimeMillis
+    const stored: StoredFile = {
+      id: `file-${state.next().toString(36).padStart(8, "0")}`,
+      filename: file.filename,
+      purpose,
+      contentType: file.contentType,
+      content: file.content,
+      createdMs: now
+    }
+    state.store.of(key.key).files.set(stored.id, stored)
+    return HttpServerResponse.unsafeJson(fileRecord(key, stored, now))
+  })
+
+/** `GET /files`: a page of the base's files, of one purpose if asked. */
+const list = (state: EmulatorState, base: FilesBase) =>
+  Effect.gen(function*() {
+    const key = yield* authenticate(state)
+    const purpose = yield* queryParam("purpose")
+    const limit = yield* limitParam(100, 10_000)
+    const after = yield* queryParam("after")
+    const order = yield* orderParam
+    const now = yield* Clock.currentTimeMillis
+    const files = [...state.store.of(key.key).files.values()].filter((f) =>
+      belongs(base, f.purpose) && (purpose === undefined || f.purpose === purpose)
+    )
+    const { data, has_more } = page(files, { limit, after, order })
+    return HttpServerResponse.unsafeJson({
+      object: "list",
+      data: data.map((f) => fileRecord(key, f, now)),
+      has_more
+    })
+  })
+
 /**
  * The file routes of a base.
  *
@@ -156,51 +204,11 @@ export const router = (state: EmulatorState, base: FilesBase) =>
   HttpRouter.empty.pipe(
     HttpRouter.post(
       "/files",
-      Effect.gen(function*() {
-        const key = yield* authenticate(state)
-        const upload = yield* readUpload(state)
-        const file = yield* requireFile(upload)
-        const purpose = yield* requireField(upload, "purpose")
-        if (!belongs(base, purpose)) {
-          return yield* reject(
-            400,
-            base === "v1"
-              ? `Purpose '${purpose}' is not supported on /v1: only 'visual-rag'`
-              : `Purpose '${purpose}' is not supported on /v2: upload 'visual-rag' files to /v1`
-          )
-        }
-        const now = yield* Clock.currentTimeMillis
-        const stored: StoredFile = {
-          id: `file-${state.next().toString(36).padStart(8, "0")}`,
-          filename: file.filename,
-          purpose,
-          contentType: file.contentType,
-          content: file.content,
-          createdMs: now
-        }
-        state.store.of(key.key).files.set(stored.id, stored)
-        return HttpServerResponse.unsafeJson(fileRecord(key, stored, now))
-      })
+      upload(state, base)
     ),
     HttpRouter.get(
       "/files",
-      Effect.gen(function*() {
-        const key = yield* authenticate(state)
-        const purpose = yield* queryParam("purpose")
-        const limit = yield* limitParam(100, 10_000)
-        const after = yield* queryParam("after")
-        const order = yield* orderParam
-        const now = yield* Clock.currentTimeMillis
-        const files = [...state.store.of(key.key).files.values()].filter((f) =>
-          belongs(base, f.purpose) && (purpose === undefined || f.purpose === purpose)
-        )
-        const { data, has_more } = page(files, { limit, after, order })
-        return HttpServerResponse.unsafeJson({
-          object: "list",
-          data: data.map((f) => fileRecord(key, f, now)),
-          has_more
-        })
-      })
+      list(state, base)
     ),
     HttpRouter.get(
       "/files/validate/:id",

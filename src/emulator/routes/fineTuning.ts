@@ -83,44 +83,48 @@ const fineTuningKey = (state: EmulatorState) =>
     (key) => state.versionOf(key) === "1.1.0" ? reject(404, "Not Found") : Effect.succeed(key)
   )
 
+/** `POST /fine_tuning/jobs`: a job on a chat model over a fine-tune file, its file checked as the service checks it. */
+const createJob = (state: EmulatorState) =>
+  Effect.gen(function*() {
+    const key = yield* fineTuningKey(state)
+    const params = yield* decodeBody(CreateRequest)
+    const model = yield* requireModel(params.model, "chat", "fine-tuning", key)
+    const files = state.store.of(key.key).files
+    const training = files.get(params.training_file)
+    if (training === undefined) return yield* reject(404, `File '${params.training_file}' not found`)
+    if (training.purpose !== "fine-tune") {
+      return yield* reject(400, `File '${training.id}' has purpose '${training.purpose}', not 'fine-tune'`)
+    }
+    if (params.validation_file && !files.has(params.validation_file)) {
+      return yield* reject(404, `File '${params.validation_file}' not found`)
+    }
+    const nEpochs = numberOr(params.hyperparameters?.n_epochs, 2)
+    if (!Number.isInteger(nEpochs) || nEpochs < 1 || nEpochs > 50) {
+      return yield* reject(400, "hyperparameters.n_epochs must be an integer from 1 to 50")
+    }
+    const text = decoder.decode(training.content)
+    const now = yield* Clock.currentTimeMillis
+    const job: StoredJob = {
+      id: `ftjob-${state.next().toString(36).padStart(8, "0")}`,
+      model: model.id,
+      trainingFile: training.id,
+      validationFile: params.validation_file ?? null,
+      suffix: params.suffix ?? null,
+      nEpochs,
+      batchSize: numberOr(params.hyperparameters?.batch_size, 1),
+      createdMs: now,
+      problem: checkTrainingFile(text),
+      tokens: countTokens(text)
+    }
+    state.store.of(key.key).jobs.set(job.id, job)
+    return HttpServerResponse.unsafeJson(jobRecord(job, now))
+  })
+
 export const router = (state: EmulatorState) =>
   HttpRouter.empty.pipe(
     HttpRouter.post(
       "/fine_tuning/jobs",
-      Effect.gen(function*() {
-        const key = yield* fineTuningKey(state)
-        const params = yield* decodeBody(CreateRequest)
-        const model = yield* requireModel(params.model, "chat", "fine-tuning", key)
-        const files = state.store.of(key.key).files
-        const training = files.get(params.training_file)
-        if (training === undefined) return yield* reject(404, `File '${params.training_file}' not found`)
-        if (training.purpose !== "fine-tune") {
-          return yield* reject(400, `File '${training.id}' has purpose '${training.purpose}', not 'fine-tune'`)
-        }
-        if (params.validation_file && !files.has(params.validation_file)) {
-          return yield* reject(404, `File '${params.validation_file}' not found`)
-        }
-        const nEpochs = numberOr(params.hyperparameters?.n_epochs, 2)
-        if (!Number.isInteger(nEpochs) || nEpochs < 1 || nEpochs > 50) {
-          return yield* reject(400, "hyperparameters.n_epochs must be an integer from 1 to 50")
-        }
-        const text = decoder.decode(training.content)
-        const now = yield* Clock.currentTimeMillis
-        const job: StoredJob = {
-          id: `ftjob-${state.next().toString(36).padStart(8, "0")}`,
-          model: model.id,
-          trainingFile: training.id,
-          validationFile: params.validation_file ?? null,
-          suffix: params.suffix ?? null,
-          nEpochs,
-          batchSize: numberOr(params.hyperparameters?.batch_size, 1),
-          createdMs: now,
-          problem: checkTrainingFile(text),
-          tokens: countTokens(text)
-        }
-        state.store.of(key.key).jobs.set(job.id, job)
-        return HttpServerResponse.unsafeJson(jobRecord(job, now))
-      })
+      createJob(state)
     ),
     HttpRouter.get(
       "/fine_tuning/jobs",
