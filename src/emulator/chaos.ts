@@ -285,6 +285,43 @@ const truncateSse = (stream: Stream.Stream<Uint8Array, unknown>, keep: number): 
     Stream.encodeText
   )
 
+/** A response's head and the start of its body, cut where no client can take it for complete. */
+const cutInBody = (response: HttpServerResponse.HttpServerResponse): Effect.Effect<Uint8Array> =>
+  Effect.map(bodyStart(response.body, 1), (start) => {
+    if (response.body._tag === "Stream") {
+      // chunked framing: the body is cut inside a chunk sequence, which no client can take for complete
+      const chunk = start.length === 0 ? new Uint8Array(0) : Buffer.concat([
+        encoder.encode(`${start.length.toString(16)}\r\n`),
+        start,
+        encoder.encode("\r\n")
+      ])
+      return Buffer.concat([
+        encoder.encode(head(response.status, { ...plainHeaders(response), "transfer-encoding": "chunked" })),
+        chunk
+      ])
+    }
+    const part = start.subarray(0, Math.floor(start.length / 2))
+    const declared = Math.max(start.length, part.length + 1)
+    return Buffer.concat([
+      encoder.encode(head(response.status, { ...plainHeaders(response), "content-length": String(declared) })),
+      part
+    ])
+  })
+
+/** A response whose whole body follows a head that declares half of it. */
+const overlongBody = (response: HttpServerResponse.HttpServerResponse): Effect.Effect<Uint8Array> =>
+  Effect.map(bodyStart(response.body, Number.MAX_SAFE_INTEGER), (body) => {
+    const full = body.length > 1 ? body : encoder.encode("{\"detail\": \"chaos\"}")
+    return Buffer.concat([
+      encoder.encode(head(response.status, {
+        ...plainHeaders(response),
+        "content-length": String(Math.floor(full.length / 2)),
+        connection: "close"
+      })),
+      full
+    ])
+  })
+
 const inject = <E, R>(
   chaos: ChaosState,
   picked: Picked,
@@ -326,42 +363,9 @@ const inject = <E, R>(
     case "resetBeforeBody":
       return raw(Effect.succeed(new Uint8Array(0)))
     case "resetDuringBody":
-      return raw(Effect.flatMap(app, (response) =>
-        Effect.map(bodyStart(response.body, 1), (start) => {
-          if (response.body._tag === "Stream") {
-            // chunked framing: the body is cut inside a chunk sequence, which no client can take for complete
-            const chunk = start.length === 0 ? new Uint8Array(0) : Buffer.concat([
-              encoder.encode(`${start.length.toString(16)}\r\n`),
-              start,
-              encoder.encode("\r\n")
-            ])
-            return Buffer.concat([
-              encoder.encode(head(response.status, { ...plainHeaders(response), "transfer-encoding": "chunked" })),
-              chunk
-            ])
-          }
-          const part = start.subarray(0, Math.floor(start.length / 2))
-          const declared = Math.max(start.length, part.length + 1)
-          return Buffer.concat([
-            encoder.encode(head(response.status, { ...plainHeaders(response), "content-length": String(declared) })),
-            part
-          ])
-        })))
+      return raw(Effect.flatMap(app, cutInBody))
     case "bodyLargerThanDeclared":
-      return raw(
-        Effect.flatMap(app, (response) =>
-          Effect.map(bodyStart(response.body, Number.MAX_SAFE_INTEGER), (body) => {
-            const full = body.length > 1 ? body : encoder.encode("{\"detail\": \"chaos\"}")
-            return Buffer.concat([
-              encoder.encode(head(response.status, {
-                ...plainHeaders(response),
-                "content-length": String(Math.floor(full.length / 2)),
-                connection: "close"
-              })),
-              full
-            ])
-          }))
-      )
+      return raw(Effect.flatMap(app, overlongBody))
     case "truncatedSse":
       return Effect.flatMap(app, (response) => {
         const body = response.body
