@@ -89,10 +89,6 @@ const limiterDeferred =
   "this list"
 
 export const deferred = {
-  redisLink: "its first whole run (2026-11-28, 80.0%) showed `within`'s answer paths, the first connection's wake-up " +
-    "and the listeners' removal as survivors that the store's own tests do kill when run by hand (per-test coverage does " +
-    "not attribute them); test/unit/redisLink.test.ts now tests them directly and `within` lost its equivalent flag; " +
-    "the run on that code is the next session's (its dry runs met the flaky Redis test of that day)",
   limiterStore: `${limiterDeferred}: not yet run on the rebuilt RateLimiter.ts (49 mutants) and LimiterStore.ts (417)`
 }
 
