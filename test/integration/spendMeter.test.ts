@@ -10,12 +10,15 @@ import * as Logger from "effect/Logger"
 import * as TestClock from "effect/TestClock"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import { fingerprint } from "../../src/internal/redact.js"
+import * as Spend from "../../src/internal/spend.js"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
 import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import * as Testing from "../../src/layers/Testing.js"
 import * as Chat from "../../src/services/Chat.js"
 import * as Embeddings from "../../src/services/Embeddings.js"
 import { words } from "../helpers/emulatorWire.js"
+
+const claude = "claude-sonnet-4.5"
 
 /** bge-m3 on basic: 0.48 EUR per million tokens; 100 words are 100 tokens to the emulator. */
 const embedCost = 100 * 0.48 / 1_000_000
@@ -134,4 +137,32 @@ describe("the spend meter", () => {
       assert.strictEqual(refused._tag, "BudgetExceeded")
       assert.strictEqual(warnings.length, 1, "once")
     }).pipe(Effect.provide(client(1.2 * embedCost))))
+
+  it.effect("a Claude prompt read from the prompt cache: its cached tokens on the month, at the input price the table gives", () =>
+    Effect.gen(function*() {
+      const chat = yield* Chat.Chat
+      const ask = (question: string) =>
+        chat.create({
+          model: claude,
+          messages: [
+            { role: "system", content: [{ type: "text", text: words(400), cache_control: { type: "ephemeral" } }] },
+            { role: "user", content: question }
+          ],
+          max_tokens: 20
+        })
+      const first = yield* ask("What does clause 4 say?")
+      const second = yield* ask("And clause 5?")
+      const read = second.usage?.cacheReadTokens ?? 0
+      assert.isAbove(read, 400)
+      const spent = (yield* spending).models[claude]!
+      const input = first.usage!.prompt_tokens + second.usage!.prompt_tokens
+      const output = (first.usage!.completion_tokens ?? 0) + (second.usage!.completion_tokens ?? 0)
+      assert.deepInclude(spent, { requests: 2, input, output, cached: read })
+      // the plans' tables give no cached price: cached input costs what input costs
+      const prices = Spend.pricesOf("standard4000", claude, undefined)!
+      assert.isUndefined(prices.cachedInput)
+      assert.closeTo(spent.cost, (input * prices.input + output * prices.output) / 1_000_000, 1e-12)
+      const emulator = yield* Emulator.Emulator
+      assert.closeTo(spent.cost, yield* emulator.spent(emulator.keyFor("standard4000")!), 1e-12)
+    }).pipe(Effect.provide(Testing.layerEmulator({ tier: "standard4000", client: { maxRetries: 0 } }))))
 })
