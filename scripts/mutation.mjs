@@ -25,7 +25,8 @@ const why = (lines) => {
   lines.forEach((line, i) => {
     if (/\bERROR\b/.test(line)) { for (let j = i; j < Math.min(lines.length, i + 12); j++) picked.add(j) }
   })
-  return [...picked].sort((a, b) => a - b).slice(0, 80).map((i) => lines[i])
+  // the last 80 of them: the end is what a CI log keeps
+  return [...picked].sort((a, b) => a - b).slice(-80).map((i) => lines[i])
 }
 
 /** One Stryker run of `group`, its output passed through; resolves to its exit code and its output's lines. */
@@ -36,9 +37,13 @@ const runOnce = (group) =>
       env: { ...process.env, MUTATION_RUN: group }
     })
     let output = ""
-    child.stdout.on("data", (chunk) => (process.stdout.write(chunk), (output += chunk)))
-    child.stderr.on("data", (chunk) => (process.stderr.write(chunk), (output += chunk)))
-    child.on("close", (code, signal) => resolve({ code: code ?? signal, lines: output.split("\n") }))
+    child.stdout.setEncoding("utf8")
+    child.stderr.setEncoding("utf8")
+    child.stdout.on("data", (text) => (process.stdout.write(text), (output += text)))
+    child.stderr.on("data", (text) => (process.stderr.write(text), (output += text)))
+    // npx that cannot start: a failed run, said like any other
+    child.on("error", (error) => (output += `\nERROR cannot start stryker: ${error.message}\n`))
+    child.on("close", (code, signal) => resolve({ code: code ?? signal ?? 1, lines: output.split("\n") }))
   })
 
 const failures = []

@@ -19,22 +19,22 @@ import type * as Node from "../layers/Node.js"
 import { emulatorModule, nodeModule } from "./lazy.js"
 
 /**
- * `Node.layerFromEnv` with `settings` in front of the environment (the emulator's key and addresses) and the
- * command's defaults behind it (the cache directory): every other `AIFS_*` setting (limits, time limits, retries...)
- * still read, and still refused when invalid.
+ * `Node.layerFromEnv` as the command runs it: learnt limits and spend kept in the user's cache directory unless
+ * `AIFS_CACHE_DIR` says otherwise.
+ */
+const fromEnv = (node: typeof Node) =>
+  Layer.unwrapEffect(
+    Effect.map(node.userCacheDirectory, (cacheDirectory) => node.layerFromEnvWith({ cacheDirectory }))
+  )
+
+/**
+ * The command's `Node.layerFromEnv` with `settings` in front of the environment (the emulator's key and addresses):
+ * every other `AIFS_*` setting (limits, time limits, retries...) still read, and still refused when invalid.
  */
 const fromEnvWith = (node: typeof Node, settings: ReadonlyArray<readonly [string, string]>) =>
-  Layer.unwrapEffect(
-    Effect.configProviderWith((environment) =>
-      Effect.map(node.userCacheDirectory, (cacheDir) =>
-        node.layerFromEnv.pipe(Layer.provide(Layer.setConfigProvider(
-          ConfigProvider.fromMap(new Map(settings)).pipe(
-            ConfigProvider.orElse(() => environment),
-            ConfigProvider.orElse(() => ConfigProvider.fromMap(new Map([["AIFS_CACHE_DIR", cacheDir]])))
-          )
-        ))))
-    )
-  )
+  fromEnv(node).pipe(Layer.provide(Layer.setConfigProvider(
+    ConfigProvider.fromMap(new Map(settings)).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+  )))
 
 const viaEmulator: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpServerError.ServeError> = Layer
   .unwrapEffect(
@@ -89,7 +89,7 @@ export const client: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpSe
       // an empty AIFS_API_KEY counts as unset: `AIFS_API_KEY= aifs ...` is how a shell unsets it for one command
       const set = <A>(value: Option.Option<A>, text: (a: A) => string) =>
         Option.isSome(value) && text(value.value).trim() !== ""
-      if (set(key, Redacted.value) || set(keyFile, String)) return fromEnvWith(Node, [])
+      if (set(key, Redacted.value) || set(keyFile, String)) return fromEnv(Node)
       const baseUrl = yield* Config.option(ClientConfig.httpUrl("AIFS_BASE_URL"))
       if (Option.isNone(baseUrl)) return viaEmulator
       if (!isLocal(baseUrl.value)) {

@@ -38,6 +38,8 @@ export const limitsCommand = Command.make(
     models: Options.text("model").pipe(
       Options.withAlias("m"),
       Options.repeated,
+      // optional: shown in brackets in the usage line (a repeated option alone reads as required)
+      Options.withDefault<ReadonlyArray<string>>([]),
       Options.withDescription("Only these models (default: every model the key lists)")
     ),
     json: Options.boolean("json").pipe(Options.withDescription("Print the buckets as one JSON document"))

@@ -37,13 +37,25 @@ export const describe = (error: unknown, verbose = false): string => {
       : ""
     return `${error._tag}: ${detailed(error.message, verbose)}${wait}${verbose ? fieldsOf(error) : ""}`
   }
-  if (ConfigError.isConfigError(error)) return `configuration: ${String(error).replace(/\s+/g, " ")}`
+  if (ConfigError.isConfigError(error)) return `configuration: ${String(telling(error)).replace(/\s+/g, " ")}`
   if (error instanceof UsageError) return error.message
   if (error instanceof HttpServerError.ServeError) {
     return `cannot listen: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`
   }
   if (error instanceof Error) return `${error.name}: ${detailed(error.message, verbose)}`
   return String(error)
+}
+
+/**
+ * A configuration error without the accounts of sources that had no value where another source had a wrong one: a
+ * value that does not parse reads as that alone, not "(Missing data ... from the map) or (Invalid data ...)".
+ */
+const telling = (error: ConfigError.ConfigError): ConfigError.ConfigError => {
+  if (ConfigError.isAnd(error)) return ConfigError.And(telling(error.left), telling(error.right))
+  if (!ConfigError.isOr(error)) return error
+  const [left, right] = [telling(error.left), telling(error.right)]
+  const missing = [ConfigError.isMissingDataOnly(left), ConfigError.isMissingDataOnly(right)]
+  return missing[0] && !missing[1] ? right : missing[1] && !missing[0] ? left : ConfigError.Or(left, right)
 }
 
 /**

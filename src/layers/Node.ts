@@ -71,6 +71,11 @@ export interface LayerOptions {
    * server's window when it is not a minute), or `false` for none.
    */
   readonly rateLimiter?: RateLimiter.Options | false | undefined
+  /**
+   * Where learnt limits and spend are kept without Redis when `AIFS_CACHE_DIR` is unset (default: nowhere; the `aifs`
+   * command gives {@link userCacheDirectory}). `AIFS_CACHE_DIR` wins, and an empty one keeps nothing.
+   */
+  readonly cacheDirectory?: string | undefined
 }
 
 /**
@@ -175,7 +180,7 @@ export const limiterFromEnv = Config.all({
       Config.validate({ message: "Expected an amount of EUR a month, 0 or more", validation: (n) => n >= 0 })
     )
   ),
-  cacheDir: Config.string("AIFS_CACHE_DIR").pipe(Config.withDefault(""))
+  cacheDir: Config.option(Config.string("AIFS_CACHE_DIR"))
 })
 
 /**
@@ -228,11 +233,12 @@ const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.Confi
       // AIFS_LIMITS, under the limits given in code
       limits: { ...Option.getOrUndefined(env.limits), ...options.rateLimiter?.limits }
     }
+    const cacheDir = Option.getOrElse(env.cacheDir, () => options.cacheDirectory ?? "")
     const store = Option.match(env.redisUrl, {
       onNone: () =>
-        env.cacheDir.trim() === ""
+        cacheDir.trim() === ""
           ? LimiterStore.layerMemory
-          : LimiterStore.layerMemoryCached(env.cacheDir).pipe(
+          : LimiterStore.layerMemoryCached(cacheDir).pipe(
             Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer))
           ),
       onSome: (url) =>

@@ -34,6 +34,15 @@ describe("aifs: configuration that cannot work", { timeout: 60_000 }, () => {
       usageFailure(run, "AIFS_TIMEOUT", "above zero")
     }))
 
+  it.live("a value that does not parse is that alone: no account of sources that had none, with a key or without", () =>
+    Effect.gen(function*() {
+      for (const env of [{ AIFS_API_KEY: "gen-test", AIFS_BUDGET: "abc" }, { AIFS_BUDGET: "abc" }]) {
+        const run = yield* aifs(ask, env)
+        usageFailure(run, "AIFS_BUDGET", "abc")
+        assert.notInclude(run.stderr, "Missing data", run.stderr)
+      }
+    }))
+
   it.live("a base URL elsewhere without a key is exit 2 naming AIFS_API_KEY, never the embedded emulator", () =>
     Effect.gen(function*() {
       const run = yield* aifs(ask, { AIFS_BASE_URL: "https://llm-server.llmhub.t-systems.net/v2" })

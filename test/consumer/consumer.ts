@@ -135,6 +135,10 @@ const probe = (kind: "esm" | "cjs", { ai, redis }: Optional) => {
     `const chat = ${load("effect-aifs/services/Chat")}`,
     `const node = ${load("effect-aifs/layers/Node")}`,
     `const redis = ${redis ? load("effect-aifs/redis") : "{ layer: () => {} }"}`,
+    // the store loads ioredis when its layer is built: the installed one is loaded here, a client made as the store
+    // makes it (its named export), never connected
+    `const ioredis = ${redis ? load("ioredis") : "{ Redis: class { disconnect() {} } }"}`,
+    "new ioredis.Redis({ lazyConnect: true }).disconnect()",
     `const ai = ${
       ai
         ? load("effect-aifs/ai")

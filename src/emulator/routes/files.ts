@@ -147,7 +147,7 @@ const fileOf = (state: EmulatorState, key: KeySpec, base: FilesBase) =>
   })
 
 /** `POST /files`: a multipart upload kept under its purpose, if the base takes that purpose. */
-const upload = (state: EmulatorState, base: FilesBase) =>
+const uploadFile = (state: EmulatorState, base: FilesBase) =>
   Effect.gen(function*() {
     const key = yield* authenticate(state)
     const upload = yield* readUpload(state)
@@ -204,7 +204,7 @@ export const router = (state: EmulatorState, base: FilesBase) =>
   HttpRouter.empty.pipe(
     HttpRouter.post(
       "/files",
-      upload(state, base)
+      uploadFile(state, base)
     ),
     HttpRouter.get(
       "/files",
