@@ -149,7 +149,7 @@ const loadIoredis = Effect.tryPromise({
   try: () => import(ioredisName) as Promise<typeof IORedis>,
   catch: () =>
     new LimiterUnavailable({
-      message: "the Redis limiter store needs the optional peer ioredis (npm install ioredis@6)"
+      message: "the Redis limiter store needs the optional peer ioredis 5 (npm install ioredis@5)"
     })
 })
 
