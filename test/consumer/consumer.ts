@@ -1,5 +1,5 @@
 /**
- * The package as a new user meets it: `npm pack` (its package.json without a script npm runs at install), then the
+ * The package as a new user meets it: `npm pack` (its package.json without an install hook), then the
  * README's install line in a fresh app, then
  * - one copy of `effect` in the app's tree;
  * - `import` and `require` both reach the services (root and deep entry points);
@@ -258,14 +258,15 @@ const checkBundles = async (app: string, code: string) => {
     `${rooted.modules.length} modules, none of the emulator or CLI)`
 }
 
-/** The packed package.json runs nothing at install: npm flags a `prepare` (or an install hook) of a dependency. */
+/**
+ * The packed package.json runs nothing at a user's install: no install hook (npm runs a dependency's `prepare` only when
+ * it is installed from git; the repository's own `npm install` needs it, to build what the examples import by name).
+ */
 const checkInstallScripts = (tarball: string, cwd: string) => {
   const packed = JSON.parse(run("tar", ["-xOzf", tarball, "package/package.json"], { cwd })) as {
     scripts?: Record<string, string>
   }
-  const hooks = ["preinstall", "install", "postinstall", "prepare"].filter((name) =>
-    packed.scripts?.[name] !== undefined
-  )
+  const hooks = ["preinstall", "install", "postinstall"].filter((name) => packed.scripts?.[name] !== undefined)
   if (hooks.length > 0) fail(`the packed package.json runs ${hooks.join(", ")} at install`)
 }
 
