@@ -180,7 +180,7 @@ export const limiterFromEnv = Config.all({
       Config.validate({ message: "Expected an amount of EUR a month, 0 or more", validation: (n) => n >= 0 })
     )
   ),
-  cacheDir: Config.option(Config.string("AIFS_CACHE_DIR"))
+  cacheDir: Config.string("AIFS_CACHE_DIR").pipe(Config.withDefault(""))
 })
 
 /**
@@ -224,34 +224,37 @@ const clientConfigFromEnv: Layer.Layer<ClientConfig.ClientConfig, ConfigError.Co
  * malformed URL or refused credentials, is a `ConfigError` naming `AIFS_LIMITER_REDIS_URL`).
  */
 const fromEnv = (options: LayerOptions): Layer.Layer<Services, ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(limiterFromEnv, (env) => {
-    if (options.rateLimiter === false) return withClientConfig(clientConfigFromEnv, options)
-    const rateLimiter = {
-      ...Option.match(env.window, { onNone: () => ({}), onSome: (window) => ({ window }) }),
-      ...Option.match(env.budget, { onNone: () => ({}), onSome: (budget) => ({ budget }) }),
-      ...options.rateLimiter,
-      // AIFS_LIMITS, under the limits given in code
-      limits: { ...Option.getOrUndefined(env.limits), ...options.rateLimiter?.limits }
-    }
-    const cacheDir = Option.getOrElse(env.cacheDir, () => options.cacheDirectory ?? "")
-    const store = Option.match(env.redisUrl, {
-      onNone: () =>
-        cacheDir.trim() === ""
-          ? LimiterStore.layerMemory
-          : LimiterStore.layerMemoryCached(cacheDir).pipe(
-            Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer))
-          ),
-      onSome: (url) =>
-        RedisLimiterStore.layer(url, { prefix: env.redisPrefix }).pipe(
-          Layer.mapError((error) => ConfigError.InvalidData(["AIFS_LIMITER_REDIS_URL"], error.message))
-        )
+  Layer.unwrapEffect(
+    Effect.map(Effect.zip(limiterFromEnv, Config.option(Config.string("AIFS_CACHE_DIR"))), ([env, own]) => {
+      if (options.rateLimiter === false) return withClientConfig(clientConfigFromEnv, options)
+      const rateLimiter = {
+        ...Option.match(env.window, { onNone: () => ({}), onSome: (window) => ({ window }) }),
+        ...Option.match(env.budget, { onNone: () => ({}), onSome: (budget) => ({ budget }) }),
+        ...options.rateLimiter,
+        // AIFS_LIMITS, under the limits given in code
+        limits: { ...Option.getOrUndefined(env.limits), ...options.rateLimiter?.limits }
+      }
+      // set (even empty) it wins; unset, the caller's default
+      const cacheDir = Option.isSome(own) ? env.cacheDir : options.cacheDirectory ?? ""
+      const store = Option.match(env.redisUrl, {
+        onNone: () =>
+          cacheDir.trim() === ""
+            ? LimiterStore.layerMemory
+            : LimiterStore.layerMemoryCached(cacheDir).pipe(
+              Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer))
+            ),
+        onSome: (url) =>
+          RedisLimiterStore.layer(url, { prefix: env.redisPrefix }).pipe(
+            Layer.mapError((error) => ConfigError.InvalidData(["AIFS_LIMITER_REDIS_URL"], error.message))
+          )
+      })
+      return Inference.layerHttpLimitedWith(rateLimiter).pipe(
+        Layer.provide(store),
+        Layer.provide(httpClientOf(ClientConfig.ClientConfig)),
+        Layer.provideMerge(clientConfigFromEnv)
+      )
     })
-    return Inference.layerHttpLimitedWith(rateLimiter).pipe(
-      Layer.provide(store),
-      Layer.provide(httpClientOf(ClientConfig.ClientConfig)),
-      Layer.provideMerge(clientConfigFromEnv)
-    )
-  }))
+  )
 
 /**
  * Everything, from options.
