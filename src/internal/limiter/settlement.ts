@@ -54,7 +54,7 @@ export const outcomeOf = (error: ApiError): Outcome => {
   }
 }
 
-/** The count under `field` of a usage record, when it is one (`isCount`). */
+/** A count: a finite number, not negative (`Number.isFinite` is false for anything but a number). */
 const count = (record: Record<string, unknown>, field: string): number | undefined => {
   const value = record[field]
   return isCount(value) ? value : undefined
