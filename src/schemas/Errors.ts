@@ -345,15 +345,17 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
  * import * as Effect from "effect/Effect"
  *
  * const program = Effect.flatMap(Chat.Chat, (chat) =>
- *   chat.create({ model: "gpt-4o", max_tokens: 1_000_000, messages: [{ role: "user", content: "Hi" }] })).pipe(
+ *   chat.create({ model: "Llama-3.3-70B-Instruct", max_tokens: 20_000, messages: [{ role: "user", content: "Hi" }] })
+ * ).pipe(
  *     Effect.map((answer) => answer.text),
  *     // the client's rate limiter refuses it before sending: no wait could make it fit
  *     Effect.catchTag("RequestTooLarge", (error) =>
  *       Effect.succeed(`needs ${error.requested} tokens, the quota allows ${error.limit}`))
  *   )
  *
- * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator()))).then(console.log)
- * // => needs 1000007 tokens, the quota allows 150000
+ * // on the basic plan, Llama-3.3-70B-Instruct may answer 5,000 output tokens a minute
+ * Effect.runPromise(program.pipe(Effect.provide(Testing.layerEmulator({ tier: "basic" })))).then(console.log)
+ * // => needs 20000 tokens, the quota allows 5000
  * ```
  *
  * @since 0.1.0
