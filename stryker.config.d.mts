@@ -11,5 +11,9 @@ export interface Equivalent {
 export declare const groups: Readonly<Record<string, ReadonlyArray<string>>>;
 export declare const deferred: Readonly<Record<string, string>>;
 export declare const equivalents: ReadonlyArray<Equivalent>;
+/** The test configuration of a group whose suites are not the shared one's. */
+export declare const testConfigs: Readonly<Record<string, string>>;
+/** Modules not mutated, and why. */
+export declare const leftOut: ReadonlyArray<{ readonly modules: string; readonly reason: string }>;
 declare const config: Readonly<Record<string, unknown>>;
 export default config;

@@ -5,7 +5,7 @@
 //   node scripts/mutation-report.mjs [group...]             the table, and the equivalent mutants
 //   node scripts/mutation-report.mjs --survivors [group...] every mutant that survived or has no test, with its place
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
-import config, { deferred, groups } from "../stryker.config.mjs"
+import config, { deferred, groups, leftOut } from "../stryker.config.mjs"
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith("--"))
 const chosen = asked.length > 0 ? asked : Object.keys(groups).filter((g) => !(g in deferred))
@@ -82,6 +82,10 @@ if (process.argv.includes("--write")) {
       `Deferred: the group \`${group}\` (${groups[group].map((f) => `\`${f}\``).join(", ")}): ${why}.`,
       ""
     ]),
+    "Not mutated, with the reason (stryker.config.mjs's `leftOut`):",
+    "",
+    ...leftOut.map(({ modules, reason }) => `- ${modules}: ${reason}.`),
+    "",
     "## Equivalent mutants (listed in stryker.config.mjs, with the reason)",
     "",
     ...equivalents,

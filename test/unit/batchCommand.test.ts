@@ -27,7 +27,7 @@ import {
   writeFileSync
 } from "node:fs"
 import { join } from "node:path"
-import { batchCommand, resumeCommand, runBatch, shellQuote } from "../../src/cli/batch.js"
+import { batchCommand, exitCodeOf, resumeCommand, runBatch, shellQuote } from "../../src/cli/batch.js"
 import { OutputError } from "../../src/cli/batchOutput.js"
 import { UsageError } from "../../src/cli/output.js"
 import * as Testing from "../../src/layers/Testing.js"
@@ -604,6 +604,44 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       )
     }))
 
+  it.scoped("a spent budget ends the run with 3, the summary, and how many lines are left for the rerun", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal(false)
+      const detail = "Your project reached its monthly budget limit."
+      const paths = yield* files(["a", "b", "c", "d", "e"].map(chat))
+      // one at a time: a fails, b succeeds, c meets the spent budget, and d and e are never sent
+      const server = yield* recorder((request) =>
+        contentOf(request) === "a"
+          ? { status: 404, body: { detail: "no such model" } }
+          : contentOf(request) === "b"
+          ? { body: chatCompletionBody }
+          : { status: 429, body: { detail } }
+      )
+      const code = yield* runBatch(paths.input, paths.output, 1, { resumeCommand: "aifs batch again" }).pipe(
+        Effect.provide(Testing.layerHttp(server.handler))
+      )
+      assert.strictEqual(code, 3)
+      assert.strictEqual(yield* server.count, 3)
+      assert.deepStrictEqual(outputIds(paths.output).sort(), ["a", "b"])
+      // five lines, one done, one failed: three left, the refused one among them
+      assert.strictEqual(
+        t.written.at(-1),
+        `aifs batch: stopped: the key's monthly budget is spent (${detail}); 3 lines are left for a rerun once it is ` +
+          "raised: aifs batch again\n"
+      )
+    }))
+
+  it("the exit code: 3 for a spent budget before anything else, 1 for a failure, a kept failure or a bad line", () => {
+    const progress = { total: 4, done: 4, failed: 0, tokens: 0, requestMs: 0, started: 0, concurrency: 1 }
+    const tally = { bad: 0, skipped: 0, keptFailed: 0, retried: 0, spent: undefined }
+    assert.strictEqual(exitCodeOf(progress, tally), 0)
+    assert.strictEqual(exitCodeOf(progress, { ...tally, spent: "spent" }), 3)
+    assert.strictEqual(exitCodeOf({ ...progress, failed: 1 }, { ...tally, bad: 1, spent: "spent" }), 3)
+    assert.strictEqual(exitCodeOf({ ...progress, failed: 1 }, tally), 1)
+    assert.strictEqual(exitCodeOf(progress, { ...tally, keptFailed: 1 }), 1)
+    assert.strictEqual(exitCodeOf(progress, { ...tally, bad: 1 }), 1)
+  })
+
   it.scoped("a second signal quits at once: 130 after Ctrl-C, 143 after SIGTERM", () =>
     Effect.gen(function*() {
       yield* terminal(false)
@@ -650,5 +688,11 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       yield* aifsBatch("--out", join(dir, "elsewhere.jsonl"), "--concurrency", "1", input)
       assert.deepStrictEqual(outputIds(join(dir, "elsewhere.jsonl")).sort(), ["a", "b"])
       assert.notOk(process.exitCode)
+      // a bad line: the run's code is the process's, left for it to exit with once its output is flushed
+      yield* Effect.addFinalizer(() => Effect.sync(() => (process.exitCode = undefined)))
+      writeFileSync(other, `${chat("d")}\n{not json\n`)
+      yield* aifsBatch(other)
+      assert.strictEqual(process.exitCode, 1)
+      assert.deepStrictEqual(outputIds(join(dir, "requests.txt.out.jsonl")).sort(), ["c", "d"])
     }))
 })

@@ -9,7 +9,7 @@ import { Instrumenter } from "@stryker-mutator/instrumenter"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { discardReason, strykerPlugins } from "../../scripts/stryker-equivalents.mjs"
-import { equivalents, groups } from "../../stryker.config.mjs"
+import { equivalents, groups, testConfigs } from "../../stryker.config.mjs"
 
 const silent = {
   debug: () => undefined,
@@ -42,6 +42,13 @@ describe("the mutation run's configuration", () => {
     const modules = Object.values(groups).flat()
     for (const module of modules) assert.isTrue(fs.existsSync(module), module)
     assert.strictEqual(new Set(modules).size, modules.length)
+  })
+
+  it("gives a group its own test configuration only where one exists, for a group that exists", () => {
+    for (const [group, config] of Object.entries(testConfigs)) {
+      assert.isTrue(group in groups, group)
+      assert.isTrue(fs.existsSync(config), config)
+    }
   })
 
   it("lists each equivalent's line once in its module, and src/ holds no mutation-tool directive", () => {
