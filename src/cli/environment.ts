@@ -32,9 +32,16 @@ const fromEnv = (node: typeof Node) =>
  * every other `AIFS_*` setting (limits, time limits, retries...) still read, and still refused when invalid.
  */
 const fromEnvWith = (node: typeof Node, settings: ReadonlyArray<readonly [string, string]>) =>
-  fromEnv(node).pipe(Layer.provide(Layer.setConfigProvider(
-    ConfigProvider.fromMap(new Map(settings)).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
-  )))
+  Layer.unwrapEffect(
+    Effect.configProviderWith((current) =>
+      Effect.succeed(
+        fromEnv(node).pipe(Layer.provide(Layer.setConfigProvider(
+          // the settings first, then what the command reads its configuration from (the environment, in the CLI)
+          ConfigProvider.fromMap(new Map(settings)).pipe(ConfigProvider.orElse(() => current))
+        )))
+      )
+    )
+  )
 
 const viaEmulator: Layer.Layer<Node.Services, ConfigError.ConfigError | HttpServerError.ServeError> = Layer
   .unwrapEffect(

@@ -13,6 +13,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as TestClock from "effect/TestClock"
@@ -26,11 +27,17 @@ import {
   symlinkSync,
   writeFileSync
 } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { batchCommand, exitCodeOf, resumeCommand, runBatch, shellQuote } from "../../src/cli/batch.js"
 import { OutputError } from "../../src/cli/batchOutput.js"
 import { UsageError } from "../../src/cli/output.js"
+import { retriesSoFar } from "../../src/cli/progress.js"
+import * as Emulator from "../../src/emulator/Emulator.js"
+import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
 import * as Testing from "../../src/layers/Testing.js"
+import { waitUntil } from "../helpers/emulator.js"
 import { tempDir } from "../helpers/tempDir.js"
 import { terminal } from "../helpers/terminal.js"
 import { chatCompletionBody, recorder } from "./helpers.js"
@@ -665,6 +672,44 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       assert.deepStrictEqual(exit.mock.calls, [[130], [143]])
       yield* TestClock.adjust("1 second")
       yield* Fiber.join(fiber)
+    }))
+
+  it.scoped("the command rides out a server that is away, where a command typed at a terminal fails at once", () =>
+    Effect.gen(function*() {
+      yield* terminal(false)
+      const dir = yield* tempDir("aifs-batch-cli-")
+      const input = join(dir, "in.jsonl")
+      writeFileSync(input, `${chat("a")}\n`)
+      // a loopback port nothing listens on, until the emulator starts there
+      const port = yield* Effect.async<number>((resume) => {
+        const probe = createServer().listen(0, "127.0.0.1", () => {
+          const { port } = probe.address() as AddressInfo
+          probe.close(() => resume(Effect.succeed(port)))
+        })
+      })
+      const retriesBefore = yield* retriesSoFar
+      const fiber = yield* Command.run(batchCommand, { name: "aifs", version: "0" })(["node", "aifs", input]).pipe(
+        Effect.provide(NodeContext.layer),
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["AIFS_BASE_URL", `http://127.0.0.1:${port}/v2`]]))),
+        // as the CLI runs every command
+        RetryPolicy.failUnconnected,
+        Effect.fork
+      )
+      // the refused connection is retried (a run that fails it instead ends here)
+      yield* waitUntil(
+        "the refused request is retried, or the run ends",
+        Effect.zipWith(retriesSoFar, fiber.poll, (retries, done) => retries > retriesBefore || Option.isSome(done))
+      )
+      yield* Layer.build(Emulator.layer({ port }))
+      yield* TestClock.adjust("1 minute")
+      yield* Fiber.join(fiber)
+      assert.deepStrictEqual(
+        readFileSync(join(dir, "in.out.jsonl"), "utf8").split("\n").filter((l) => l !== "").map((l) =>
+          JSON.parse(l).error
+        ),
+        [null]
+      )
+      assert.notOk(process.exitCode)
     }))
 
   it.scoped("the command: results in IN.out.jsonl (IN with .jsonl dropped) unless --out names a file; no key: the emulator", () =>
