@@ -17,16 +17,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as TestClock from "effect/TestClock"
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  symlinkSync,
-  writeFileSync
-} from "node:fs"
+import { appendFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
@@ -37,6 +28,7 @@ import { retriesSoFar } from "../../src/cli/progress.js"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import * as RetryPolicy from "../../src/layers/RetryPolicy.js"
 import * as Testing from "../../src/layers/Testing.js"
+import { openDescriptors } from "../helpers/descriptors.js"
 import { waitUntil } from "../helpers/emulator.js"
 import { tempDir } from "../helpers/tempDir.js"
 import { terminal } from "../helpers/terminal.js"
@@ -88,18 +80,6 @@ const calls = (server: { readonly calls: Queue.Dequeue<unknown> }, n: number) =>
   Effect.replicateEffect(Queue.take(server.calls), n).pipe(
     Effect.zipLeft(Effect.promise(() => new Promise((resolve) => setImmediate(resolve))))
   )
-
-/** How many descriptors this process holds open on `path` (Linux); 0 where that cannot be seen. */
-const openDescriptors = (path: string) => {
-  if (!existsSync("/proc/self/fd")) return 0
-  return readdirSync("/proc/self/fd").filter((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`) === path
-    } catch {
-      return false
-    }
-  }).length
-}
 
 // a clock that does not start at zero: an elapsed time taken from the epoch instead of the start is caught
 const start = 1_700_000_000_000

@@ -21,6 +21,7 @@ import {
 } from "node:fs"
 import { join } from "node:path"
 import * as BatchOutput from "../../src/cli/batchOutput.js"
+import { openDescriptors } from "../helpers/descriptors.js"
 import { tempDir } from "../helpers/tempDir.js"
 
 const line = (customId: string, content: string) =>
@@ -206,6 +207,40 @@ describe("batch resume", () => {
       assert.strictEqual(contents.failed.size, 0)
     }))
 
+  it.scoped("a result is a line with a string custom_id and a response or an error; no error, or null, succeeded", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      writeFileSync(
+        file,
+        [
+          { custom_id: "answered", response: { status_code: 200 } },
+          { custom_id: "refused", error: { code: "NotFound" } },
+          { custom_id: 7, response: { status_code: 200 }, error: null },
+          { custom_id: null, error: { code: "NotFound" } }
+        ].map((result) => `${JSON.stringify(result)}\n`).join("") + "null\n"
+      )
+      const contents = yield* BatchOutput.scan(file)
+      assert.deepStrictEqual([...contents.succeeded], ["answered"])
+      assert.deepStrictEqual([...contents.failed], ["refused"])
+    }))
+
+  it("a line's custom_id: its string, or \"\" when it has none, another type, or is no JSON", () => {
+    assert.strictEqual(BatchOutput.customIdOf(JSON.stringify({ custom_id: "a", method: "POST" })), "a")
+    for (const line of [JSON.stringify({ custom_id: 5 }), "{}", "null", "{not json", ""]) {
+      assert.strictEqual(BatchOutput.customIdOf(line), "", line)
+    }
+  })
+
+  it.scoped("compaction leaves no descriptor open on the output or its side file", () =>
+    Effect.gen(function*() {
+      const file = yield* outFile
+      writeFileSync(file, errorLine("a") + line("a", "1") + line("b", "2"))
+      assert.strictEqual(yield* BatchOutput.compact(file), 1)
+      assert.strictEqual(readFileSync(file, "utf8"), line("a", "1") + line("b", "2"))
+      assert.strictEqual(openDescriptors(file), 0)
+      assert.strictEqual(openDescriptors(`${file}.compacting`), 0)
+    }))
+
   it.scoped("compaction cuts a torn last line first, keeps the file's permissions, and compacts a link's target", () =>
     Effect.gen(function*() {
       const file = yield* outFile
@@ -249,5 +284,9 @@ describe("the lines of a file", () => {
       writeFileSync(file, "one\r\ntwo\rstill two\nthree")
       const lines = yield* Stream.runCollect(BatchOutput.readLines(file, String))
       assert.deepStrictEqual(Chunk.toReadonlyArray(lines), [["one", 1], ["two\rstill two", 2], ["three", 3]])
+      // a reader that stops early closes the file as its stream ends
+      const first = yield* Stream.runCollect(Stream.take(BatchOutput.readLines(file, String), 1))
+      assert.deepStrictEqual(Chunk.toReadonlyArray(first), [["one", 1]])
+      assert.strictEqual(openDescriptors(file), 0)
     }))
 })
