@@ -21,23 +21,24 @@ import * as path from "node:path"
 import { afterAll, beforeAll, vi } from "vitest"
 import { lockOutput } from "../../src/cli/outputLock.js"
 
-/** Called before each file operation the lock makes while a staged schedule runs. */
-let onStep: (() => void) | undefined = undefined
+/** Called before each file operation the lock makes while a staged schedule runs, with the operation and its path. */
+let onStep: ((operation: string, target: unknown) => void) | undefined = undefined
 
 vi.mock("node:fs", async (importOriginal) => {
   const actual = await importOriginal<typeof fs>()
-  const hooked = <F extends (...args: Array<never>) => unknown>(f: F): F =>
+  const hooked = <F extends (...args: Array<never>) => unknown>(operation: string, f: F): F =>
     ((...args: Parameters<F>) => {
-      onStep?.()
+      // a link's target is its second path
+      onStep?.(operation, operation === "linkSync" ? args[1] : args[0])
       return f(...args)
     }) as F
   const fsWithHooks = {
     ...actual,
-    writeFileSync: hooked(actual.writeFileSync),
-    linkSync: hooked(actual.linkSync),
-    rmSync: hooked(actual.rmSync),
-    readFileSync: hooked(actual.readFileSync),
-    existsSync: hooked(actual.existsSync)
+    writeFileSync: hooked("writeFileSync", actual.writeFileSync),
+    linkSync: hooked("linkSync", actual.linkSync),
+    rmSync: hooked("rmSync", actual.rmSync),
+    readFileSync: hooked("readFileSync", actual.readFileSync),
+    existsSync: hooked("existsSync", actual.existsSync)
   }
   return { ...fsWithHooks, default: fsWithHooks }
 })
@@ -204,4 +205,74 @@ describe("the batch output lock, raced", () => {
       fs.rmSync(base, { recursive: true, force: true })
     }
   })
+})
+
+describe("the batch output lock, when a lock vanishes", () => {
+  /** Locks `output` as a live run, `onStep` set to `hook` meanwhile: the holder, or the refusal's message. */
+  const lockWith = (output: string, hook: (operation: string, target: unknown) => void) => {
+    onStep = hook
+    try {
+      const scope = Effect.runSync(Scope.make())
+      const exit = asPid(livePids[0]!, () => Effect.runSyncExit(Scope.extend(lockOutput(output), scope)))
+      const holder = fs.existsSync(`${output}.lock`)
+        ? (JSON.parse(fs.readFileSync(`${output}.lock`, "utf8")) as { pid: number }).pid
+        : 0
+      Effect.runSync(Scope.close(scope, Exit.void))
+      return Exit.isSuccess(exit) ? holder : failureOf(exit.cause)
+    } finally {
+      onStep = undefined
+    }
+  }
+
+  it.scoped("under the takeover guard, a dead run's lock since removed is taken; one another machine took is left", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aifs-lock-gone-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const output = path.join(dir, "out.jsonl")
+      fs.writeFileSync(`${output}.lock`, holder(deadPid))
+      let reads = 0
+      // the first read finds the dead holder; before the second, under the guard, the lock is gone
+      const taken = lockWith(output, (operation, target) => {
+        if (operation === "readFileSync" && target === `${output}.lock` && ++reads === 2) fs.rmSync(target)
+      })
+      assert.strictEqual(taken, livePids[0])
+      assert.deepStrictEqual(fs.readdirSync(dir), [])
+      // taken meanwhile by a run on another machine that has the dead one's pid: not the dead holder's, left to it
+      const elsewhere = JSON.stringify({ pid: deadPid, host: "elsewhere", started: "now" })
+      fs.writeFileSync(`${output}.lock`, holder(deadPid))
+      reads = 0
+      const refused = lockWith(output, (operation, target) => {
+        if (operation === "readFileSync" && target === `${output}.lock` && ++reads === 2) {
+          fs.writeFileSync(target, elsewhere)
+        }
+      })
+      assert.match(
+        String(refused),
+        new RegExp(`^UsageError: .* another run \\(pid ${deadPid} on elsewhere, started now\\)`)
+      )
+      assert.strictEqual(fs.readFileSync(`${output}.lock`, "utf8"), elsewhere)
+    }))
+
+  it.scoped("a lock gone when read is looked for again; one that keeps coming and going is refused in 20 rounds", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "aifs-lock-gone-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const output = path.join(dir, "out.jsonl")
+      const lock = `${output}.lock`
+      // another run's lock is there when this one links, and gone when it reads it: `rounds` times
+      const comingAndGoing = (rounds: number) => {
+        let links = 0
+        return (operation: string, target: unknown) => {
+          if (operation === "linkSync" && target === lock && ++links <= rounds) fs.writeFileSync(lock, holder(1))
+          if (operation === "readFileSync" && target === lock && links <= rounds) fs.rmSync(lock, { force: true })
+        }
+      }
+      assert.strictEqual(lockWith(output, comingAndGoing(1)), livePids[0])
+      assert.strictEqual(lockWith(output, comingAndGoing(19)), livePids[0])
+      assert.match(
+        String(lockWith(output, comingAndGoing(20))),
+        /^UsageError: .* another run \(its lock file is unreadable\)/
+      )
+      assert.deepStrictEqual(fs.readdirSync(dir), [])
+    }))
 })
