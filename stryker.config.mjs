@@ -113,7 +113,7 @@ export const leftOut = [
 export const testConfigs = {
   outputLock: "vitest.mutation.outputLock.config.ts",
   wire: "vitest.mutation.wire.config.ts",
-  decoders: "vitest.mutation.wire.config.ts"
+  decoders: "vitest.mutation.decoders.config.ts"
 }
 
 /**

@@ -1,9 +1,10 @@
-// The test configuration of the mutation groups `wire` and `decoders` (stryker.config.mjs): the suites that state what
-// reaches the wire and what is read back from it. The properties over every operation with an id in its path and
-// every upload's names, the gateway's token lifetimes and the fast decoders against their schemas
-// (test/properties/), the unit tests of the services and schemas, and the integration tests that send files, uploads
+// The test configuration of the mutation group `wire` (stryker.config.mjs): the suites that state what reaches the wire.
+// The properties over every operation with an id in its path and every upload's names, and the gateway's token
+// lifetimes (test/properties/), the unit tests of the services, and the integration tests that send files, uploads
 // and gateway calls to the emulator. Its own configuration, so that the other groups' runs (and their incremental
-// files) are not charged with suites that see none of their modules.
+// files) are not charged with suites that see none of their modules. Each file runs in a module graph of its own: the
+// upload property replaces the emulator's upload reader (vi.mock) to see what it read, which a module cache shared
+// with a file that loaded the real one first would undo.
 import { defineConfig } from "vitest/config"
 import mutation from "./vitest.mutation.config.js"
 
@@ -12,10 +13,10 @@ export default defineConfig({
   test: {
     ...mutation.test,
     include: [
-      "test/properties/{pathIds,uploadNames,fastDecoders,gatewayTokens}.test.ts",
-      "test/unit/{files,audio,images,vectorStores,gatewayAuth,gatewayServices,gatewaySchemas}.test.ts",
-      "test/unit/{chunkFromWire,completionFromWire,decoderProperties,chatStream,schemas}.test.ts",
-      "test/integration/{files,vectorStores,gateway,badInput,surface,endpoints}.test.ts"
-    ]
+      "test/properties/{pathIds,uploadNames,gatewayTokens}.test.ts",
+      "test/unit/{files,audio,images,vectorStores,gatewayAuth,gatewayServices}.test.ts",
+      "test/integration/{files,vectorStores,gateway,badInput,surface}.test.ts"
+    ],
+    isolate: true
   }
 })
