@@ -24,6 +24,7 @@
  * @since 0.1.0
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as UrlParams from "@effect/platform/UrlParams"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -175,14 +176,8 @@ export declare namespace Files {
   }
 }
 
-const query = (params: ListFilesParams): Record<string, string> => {
-  const out: Record<string, string> = {}
-  if (params.purpose !== undefined) out.purpose = params.purpose
-  if (params.limit !== undefined) out.limit = String(params.limit)
-  if (params.after !== undefined) out.after = params.after
-  if (params.order !== undefined) out.order = params.order
-  return out
-}
+/** The list's query: the platform leaves out a parameter that is undefined. */
+const query = ({ after, limit, order, purpose }: ListFilesParams): UrlParams.Input => ({ purpose, limit, after, order })
 
 /**
  * Builds the service on the `InferenceHttpClient`.

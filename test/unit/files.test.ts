@@ -7,11 +7,13 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Testing from "../../src/layers/Testing.js"
 import { FileDeleted, FileList, FileObject, FileValidationRequest } from "../../src/schemas/Files.js"
 import * as Files from "../../src/services/Files.js"
+import { recording } from "../helpers/spans.js"
 import { tempDir } from "../helpers/tempDir.js"
 import { capturing, formOf, streamedText, urlOf } from "./surfaceHelpers.js"
 
@@ -222,6 +224,44 @@ describe("Files service", () => {
         ? { body: { object: "list", data: [fileBody("f3")], has_more: false } }
         : { status: 400, body: { detail: `unexpected cursor ${after}` } }
     }))))
+
+  it.effect("list without parameters sends no query", () => {
+    const { layer, requests } = capturing(() => ({ body: { object: "list", data: [], has_more: false } }))
+    return Effect.gen(function*() {
+      yield* Effect.flatMap(Files.Files, (files) => files.list())
+      assert.strictEqual(urlOf(requests[0]).search, "")
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("each operation has its span, named after it, on the purpose's base", () => {
+    const { layer, requests } = capturing((request) =>
+      request.path.includes("/validate/")
+        ? { body: JSON.parse(documentedValidate) }
+        : request.method === "DELETE"
+        ? { body: JSON.parse(documentedDeleted) }
+        : request.path.endsWith("/files") && request.method === "GET"
+        ? { body: { object: "list", data: [], has_more: false } }
+        : { body: fileBody("file-abc123") }
+    )
+    return Effect.gen(function*() {
+      const spans: Array<Tracer.Span> = []
+      const tracer = yield* recording(spans)
+      const files = yield* Files.Files
+      const purpose = { purpose: "visual-rag" } as const
+      yield* Effect.all([
+        files.upload({ purpose: "visual-rag", file: Files.fromBytes(new Uint8Array([1]), "a.pdf") }),
+        files.list(purpose),
+        files.retrieve("file-abc123", purpose),
+        files.delete("file-abc123", purpose),
+        files.validate("file-abc123", purpose)
+      ]).pipe(Effect.withTracer(tracer))
+      assert.deepStrictEqual(
+        spans.map((span) => span.name).filter((name) => name.startsWith("Files.")),
+        ["Files.upload", "Files.list", "Files.retrieve", "Files.delete", "Files.validate"]
+      )
+      assert.deepStrictEqual(requests.map((r) => new URL(r.url).pathname.split("/")[1]), ["v1", "v1", "v1", "v1", "v1"])
+    }).pipe(Effect.provide(layer))
+  })
 
   it.effect("retrieve, delete and validate hit their routes on the purpose's base", () => {
     const { layer, requests } = capturing((request) =>

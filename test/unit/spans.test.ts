@@ -7,10 +7,11 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import * as Tracer from "effect/Tracer"
+import type * as Tracer from "effect/Tracer"
 import { ResponseSummary, serverOf, spanOf } from "../../src/internal/telemetry.js"
 import * as Testing from "../../src/layers/Testing.js"
 import { InferenceHttpClient } from "../../src/services/InferenceHttpClient.js"
+import { recording } from "../helpers/spans.js"
 import { chat, chatBody, chatOptions, stack } from "./transportStack.js"
 
 /** The attributes a `ResponseSummary` shows after reading `bodies`. */
@@ -171,18 +172,6 @@ describe("spanOf", () => {
     assert.isUndefined(serverOf("not a url"))
   })
 })
-
-/** A tracer keeping every span it makes, over the test's own. */
-const recording = (spans: Array<Tracer.Span>) =>
-  Effect.map(Effect.tracer, (base) =>
-    Tracer.make({
-      span: (...args) => {
-        const span = base.span(...args)
-        spans.push(span)
-        return span
-      },
-      context: base.context
-    }))
 
 const operation = { name: "Chat.create", operation: "chat" } as const
 const answer = { model: "m-2024", usage: { prompt_tokens: 12, completion_tokens: 30, total_tokens: 42 } }
