@@ -4,14 +4,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
+import type * as Tracer from "effect/Tracer"
 import * as Testing from "../../src/layers/Testing.js"
 import * as Auth from "../../src/services/gateway/Auth.js"
 import * as ConfigManager from "../../src/services/gateway/ConfigManager.js"
+import { capturesStackTrace, recording } from "../helpers/spans.js"
 
 const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url")
 
@@ -99,14 +102,14 @@ describe("gateway Auth", () => {
         yield* listConfigs
         const first = yield* auth.token()
         assert.strictEqual(Auth.jwtExpiry(Redacted.value(first)), 600_000)
-        yield* TestClock.adjust("539 seconds")
+        yield* TestClock.adjust("539999 millis")
         yield* listConfigs
-        assert.strictEqual(yield* s.logins, 1, "still fresh at 539 s")
-        yield* TestClock.adjust("2 seconds")
+        assert.strictEqual(yield* s.logins, 1, "still fresh 1 ms before 540 s")
+        yield* TestClock.adjust("1 millis")
         yield* listConfigs
-        assert.strictEqual(yield* s.logins, 2, "replaced at 541 s, before its expiry at 600 s")
+        assert.strictEqual(yield* s.logins, 2, "replaced at 540 s exactly, before its expiry at 600 s")
         const second = yield* auth.token()
-        assert.strictEqual(Auth.jwtExpiry(Redacted.value(second)), 541_000 + 600_000)
+        assert.strictEqual(Auth.jwtExpiry(Redacted.value(second)), 540_000 + 600_000)
         assert.strictEqual(yield* s.calls, 3)
       }).pipe(Effect.provide(layer))
     }))
@@ -149,6 +152,47 @@ describe("gateway Auth", () => {
       assert.strictEqual(configs[0]!.userGroupId, "group-1")
       assert.strictEqual(yield* s.logins, 2)
       assert.deepStrictEqual(yield* s.tokensSeen, ["opaque-1", "opaque-2"])
+    }))
+
+  it.effect("a 401 on a token already replaced keeps its replacement: no second login", () =>
+    Effect.gen(function*() {
+      // two calls send token 1; the first is refused at once and logs in (token 2), the second is refused only once
+      // token 2 has been used: its refusal of token 1 comes after the token was replaced
+      const s = yield* server({ tokenFor: (n) => `opaque-${n}`, accepts: (token) => token !== "opaque-1" })
+      const replaced = yield* Deferred.make<void>()
+      let refusals = 0
+      const handler: Testing.Handler = (request) =>
+        Effect.gen(function*() {
+          const sent = request.headers["authorization"] ?? ""
+          if (sent === "Bearer opaque-1" && ++refusals === 2) yield* Deferred.await(replaced)
+          const answer = s.handler(request)
+          const response = Effect.isEffect(answer) ? yield* answer : answer
+          if (sent === "Bearer opaque-2") yield* Deferred.succeed(replaced, undefined)
+          return response
+        })
+      yield* Effect.all([listConfigs, listConfigs], { concurrency: "unbounded" }).pipe(
+        Effect.provide(Testing.layerGatewayHttp(handler))
+      )
+      assert.strictEqual(yield* s.logins, 2)
+      assert.deepStrictEqual([...(yield* s.tokensSeen)].sort(), ["opaque-1", "opaque-1", "opaque-2", "opaque-2"])
+    }))
+
+  it.effect("the login and a re-login after a 401 have their spans, with the user and no stack trace", () =>
+    Effect.gen(function*() {
+      const spans: Array<Tracer.Span> = []
+      const tracer = yield* recording(spans)
+      const s = yield* server({ tokenFor: (n) => `opaque-${n}`, accepts: (token) => token !== "opaque-1" })
+      yield* listConfigs.pipe(
+        Effect.provide(Testing.layerGatewayHttp(s.handler, { config: { username: "alice" } })),
+        Effect.withTracer(tracer)
+      )
+      const logins = spans.filter((span) => span.name === "Auth.login")
+      assert.strictEqual(logins.length, 2)
+      for (const login of logins) assert.strictEqual(login.attributes.get("aifs.gateway.user"), "alice")
+      const again = spans.filter((span) => span.name === "Auth.reauthenticate")
+      assert.strictEqual(again.length, 1)
+      assert.strictEqual(again[0]!.attributes.get("aifs.operation"), "Auth.reauthenticate")
+      assert.isFalse(capturesStackTrace(again[0]!))
     }))
 
   it.effect("concurrent 401s on the same token cause one re-login", () =>
@@ -198,6 +242,10 @@ describe("gateway Auth", () => {
       assert.strictEqual(Auth.jwtExpiry(jwt("a", 1234)), 1_234_000)
       assert.isUndefined(Auth.jwtExpiry("opaque"))
       assert.isUndefined(Auth.jwtExpiry("a.b.c"))
+      // a payload that is JSON but no claims, an exp that is no finite number, a payload that is no JSON
+      for (const payload of ["null", "5", "\"text\"", "{\"exp\":\"1234\"}", "{\"exp\":1e999}", "{not json"]) {
+        assert.isUndefined(Auth.jwtExpiry(`x.${Buffer.from(payload).toString("base64url")}.y`), payload)
+      }
       assert.isUndefined(Auth.jwtExpiry(`x.${base64url({ sub: "no exp" })}.y`))
     }))
 })

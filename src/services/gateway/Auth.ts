@@ -33,6 +33,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
 import type { ApiError } from "../../schemas/Errors.js"
 import { AccessToken } from "../../schemas/Gateway.js"
 import { GatewayHttpClient } from "./GatewayHttpClient.js"
@@ -126,6 +127,9 @@ export interface Options {
   readonly refreshAhead?: Duration.DurationInput | undefined
 }
 
+/** A JWT's payload, as far as its expiry: `exp`, seconds since the epoch; any other claim is left alone. */
+const Claims = Schema.parseJson(Schema.Struct({ exp: Schema.Finite }))
+
 /**
  * The `exp` claim of a JWT in epoch millis, if the token is a JWT that has one.
  *
@@ -135,16 +139,11 @@ export interface Options {
 export const jwtExpiry = (token: string): number | undefined => {
   const parts = token.split(".")
   if (parts.length !== 3) return undefined
-  const decoded = Encoding.decodeBase64UrlString(parts[1]!)
-  if (Either.isLeft(decoded)) return undefined
-  try {
-    const claims = JSON.parse(decoded.right) as unknown
-    if (typeof claims !== "object" || claims === null) return undefined
-    const exp = (claims as { exp?: unknown }).exp
-    return typeof exp === "number" && Number.isFinite(exp) ? exp * 1000 : undefined
-  } catch {
-    return undefined
-  }
+  return Encoding.decodeBase64UrlString(parts[1]!).pipe(
+    Either.flatMap(Schema.decodeUnknownEither(Claims)),
+    Either.map((claims) => claims.exp * 1000),
+    Either.getOrUndefined
+  )
 }
 
 /**
@@ -175,8 +174,8 @@ export const make = (options: Options): Effect.Effect<Auth.Service, never, Gatew
         { span: { name: "Auth.login", attributes: { "aifs.gateway.user": options.username } } }
       )
       const now = yield* Clock.currentTimeMillis
-      const expiresAt = jwtExpiry(value.access_token) ??
-        (value.expires_in === undefined || value.expires_in === null ? undefined : now + value.expires_in * 1000)
+      const expiresIn = value.expires_in ?? undefined
+      const expiresAt = jwtExpiry(value.access_token) ?? (expiresIn === undefined ? undefined : now + expiresIn * 1000)
       // an expiry already past on arrival (the gateway's clock ahead of ours, `expires_in: 0`) cannot be told apart
       // from no expiry: the token is kept until the gateway refuses it, rather than replaced by a login per call
       const refreshAt = expiresAt === undefined || expiresAt <= now
