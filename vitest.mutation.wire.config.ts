@@ -14,7 +14,7 @@ export default defineConfig({
     ...mutation.test,
     include: [
       "test/properties/{pathIds,uploadNames,gatewayTokens}.test.ts",
-      "test/unit/{files,audio,images,vectorStores,gatewayAuth,gatewayServices,gatewayTransport,pathSegment}.test.ts",
+      "test/unit/{files,audio,images,vectorStores,gatewayAuth,gatewayServices,gatewayTransport,pathSegment,multipart}.test.ts",
       "test/integration/{files,vectorStores,gateway,badInput,surface}.test.ts"
     ],
     isolate: true
