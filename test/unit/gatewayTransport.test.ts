@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
@@ -45,6 +46,16 @@ describe("the gateway's transport", () => {
         "gateway requests take a URL relative to the gateway; refusing to send credentials elsewhere"
       )
       assert.strictEqual(yield* server.count, 0)
+      // a colon later in a relative URL names no scheme: sent, with the token, to the gateway
+      const sent = yield* get("/files/a:b", { token: Redacted.make("token-1") }).pipe(
+        Effect.provide(transport(server.handler))
+      )
+      assert.deepStrictEqual(sent.value, { ok: true })
+      const request = yield* Queue.take(server.calls)
+      assert.strictEqual(request.url.href, "http://gateway.test/files/a:b")
+      assert.strictEqual(request.headers["authorization"], "Bearer token-1")
+      assert.strictEqual(request.headers["accept"], "application/json")
+      assert.match(request.headers["user-agent"] ?? "", /^effect-aifs\//)
     }))
 
   it.effect("a request marked retry: false is sent once; others as often as maxRetries of the configuration says", () =>
