@@ -103,6 +103,18 @@ export const leftOut = [
     modules: "the other schemas (`src/schemas/*.ts` but Chat)",
     reason: "declarations only (Schema structs and classes), which run once when the module loads: static mutants, "
       + "which Stryker leaves unrun (ignoreStatic); Chat.ts is mutated for its hand-written fast decoders"
+  },
+  {
+    modules: "the configuration that carries the key and the password (`src/layers/ClientConfig.ts`, "
+      + "`src/layers/GatewayConfig.ts`, `src/layers/Node.ts`)",
+    reason: "they hand both on as `Redacted` values to the modules that use them (`request/credentials.ts`, "
+      + "`gateway/Auth.ts`, both mutated); that neither reaches a log, an error, a span or a snapshot is the secrets "
+      + "suite's (test/integration/secrets.test.ts, in `npm test`), which sends real requests and reads every output"
+  },
+  {
+    modules: "`src/cli/images.ts` (the image files `aifs images` writes)",
+    reason: "its file names and its refusal to write over the image it edits are tested through the CLI as a child "
+      + "process (test/cli/images.test.ts), whose code a mutation run cannot see"
   }
 ]
 
