@@ -670,7 +670,9 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       const retriesBefore = yield* retriesSoFar
       const fiber = yield* Command.run(batchCommand, { name: "aifs", version: "0" })(["node", "aifs", input]).pipe(
         Effect.provide(NodeContext.layer),
-        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["AIFS_BASE_URL", `http://127.0.0.1:${port}/v2`]]))),
+        Effect.withConfigProvider(
+          ConfigProvider.fromMap(new Map([["AIFS_BASE_URL", `http://127.0.0.1:${port}/v2`], ["AIFS_CACHE_DIR", ""]]))
+        ),
         // as the CLI runs every command
         RetryPolicy.failUnconnected,
         Effect.fork
@@ -703,7 +705,7 @@ describe("aifs batch", { timeout: 5_000 }, () => {
       const aifsBatch = (...args: ReadonlyArray<string>) =>
         Command.run(batchCommand, { name: "aifs", version: "0" })(["node", "aifs", ...args]).pipe(
           Effect.provide(NodeContext.layer),
-          Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
+          Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["AIFS_CACHE_DIR", ""]])))
         )
       yield* aifsBatch(input)
       assert.deepStrictEqual(outputIds(join(dir, "in.out.jsonl")).sort(), ["a", "b"])
