@@ -28,8 +28,9 @@ const fromEnv = (node: typeof Node) =>
   )
 
 /**
- * The command's `Node.layerFromEnv` with `settings` in front of the environment (the emulator's key and addresses):
- * every other `AIFS_*` setting (limits, time limits, retries...) still read, and still refused when invalid.
+ * The command's `Node.layerFromEnv` with `settings` (the emulator's key and addresses) in front of the configuration
+ * the command runs under (the environment, in the CLI): every other `AIFS_*` setting (limits, time limits,
+ * retries...) still read, and still refused when invalid.
  */
 const fromEnvWith = (node: typeof Node, settings: ReadonlyArray<readonly [string, string]>) =>
   Layer.unwrapEffect(

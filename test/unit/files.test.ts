@@ -225,6 +225,16 @@ describe("Files service", () => {
         : { status: 400, body: { detail: `unexpected cursor ${after}` } }
     }))))
 
+  /** The files routes: a validation, a deletion, an empty list, else the file `file-abc123`. */
+  const fileRoutes: Testing.Handler = (request) =>
+    request.path.includes("/validate/")
+      ? { body: JSON.parse(documentedValidate) }
+      : request.method === "DELETE"
+      ? { body: JSON.parse(documentedDeleted) }
+      : request.path.endsWith("/files") && request.method === "GET"
+      ? { body: { object: "list", data: [], has_more: false } }
+      : { body: fileBody("file-abc123") }
+
   it.effect("list without parameters sends no query", () => {
     const { layer, requests } = capturing(() => ({ body: { object: "list", data: [], has_more: false } }))
     return Effect.gen(function*() {
@@ -234,15 +244,7 @@ describe("Files service", () => {
   })
 
   it.effect("each operation has its span, named after it, on the purpose's base", () => {
-    const { layer, requests } = capturing((request) =>
-      request.path.includes("/validate/")
-        ? { body: JSON.parse(documentedValidate) }
-        : request.method === "DELETE"
-        ? { body: JSON.parse(documentedDeleted) }
-        : request.path.endsWith("/files") && request.method === "GET"
-        ? { body: { object: "list", data: [], has_more: false } }
-        : { body: fileBody("file-abc123") }
-    )
+    const { layer, requests } = capturing(fileRoutes)
     return Effect.gen(function*() {
       const spans: Array<Tracer.Span> = []
       const tracer = yield* recording(spans)
@@ -264,13 +266,7 @@ describe("Files service", () => {
   })
 
   it.effect("retrieve, delete and validate hit their routes on the purpose's base", () => {
-    const { layer, requests } = capturing((request) =>
-      request.path.includes("/validate/")
-        ? { body: JSON.parse(documentedValidate) }
-        : request.method === "DELETE"
-        ? { body: JSON.parse(documentedDeleted) }
-        : { body: fileBody("file-abc123") }
-    )
+    const { layer, requests } = capturing(fileRoutes)
     return Effect.gen(function*() {
       const files = yield* Files.Files
       const file = yield* files.retrieve("file-abc123")
