@@ -1,10 +1,11 @@
 /**
  * The gateway's transport (src/layers/GatewayHttp.ts) on the scripted transport and the `TestClock`: an absolute URL
  * is refused before anything is sent, a request marked `retry: false` is sent once, a request's own time limit
- * replaces the configured one, and `layerDefaultRetry` takes its retries from the configuration.
+ * replaces the configured one (shorter or longer) and covers the body, and `layerDefaultRetry` takes its retries from the configuration.
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -97,5 +98,34 @@ describe("the gateway's transport", () => {
       )
       yield* TestClock.adjust("20 seconds")
       assert.strictEqual((yield* Fiber.join(short)).message, "no complete response within 20s")
+      // a request's own limit longer than the configured one: the answer after 30 seconds arrives
+      const longer = yield* get("/x", { timeout: "2 minutes" }).pipe(
+        Effect.provide(transport(slow.handler, { timeout: "20 seconds", maxRetries: 0 })),
+        Effect.fork
+      )
+      yield* TestClock.adjust("30 seconds")
+      assert.deepStrictEqual((yield* Fiber.join(longer)).value, { ok: true })
+    }))
+
+  it.effect("the time limit covers the body: headers at once and a body that never ends is a Timeout", () =>
+    Effect.gen(function*() {
+      // the status line and headers arrive at once; the body's one chunk never does
+      const stalled = HttpClient.make((request) =>
+        Effect.succeed(HttpClientResponse.fromWeb(
+          request,
+          new Response(new ReadableStream({ pull: () => new Promise<void>(() => {}) }), {
+            headers: { "content-type": "application/json" }
+          })
+        ))
+      )
+      const layer = GatewayHttp.layerDefaultRetry.pipe(
+        Layer.provide(GatewayConfig.layer({ username: "u", password: "p", url: "http://gateway.test", maxRetries: 0 })),
+        Layer.provide(Layer.succeed(HttpClient.HttpClient, stalled))
+      )
+      const fiber = yield* get("/x", { timeout: "10 seconds" }).pipe(Effect.provide(layer), Effect.flip, Effect.fork)
+      yield* TestClock.adjust("10 seconds")
+      const timedOut = yield* Fiber.join(fiber)
+      assert.strictEqual(timedOut._tag, "Timeout")
+      assert.strictEqual(timedOut.message, "no complete response within 10s")
     }))
 })
