@@ -76,11 +76,17 @@ export const groups = {
   ],
   // the batch output's lock, on its own suites (see testConfigs): two runs writing one output bill every request twice
   outputLock: ["src/cli/outputLock.ts"],
-  // what reaches the wire: ids in paths, uploads' parts, the files service, the gateway's transport and its tokens
+  // what reaches the wire: ids in paths, uploads' parts and names, the files service, the hosts the key goes to and the
+  // key's file, the gateway's paths and queries, its transport and its tokens
   wire: [
     "src/internal/pathSegment.ts",
     "src/internal/multipart.ts",
+    "src/schemas/Upload.ts",
     "src/services/Files.ts",
+    "src/layers/ClientConfig.ts",
+    "src/layers/GatewayConfig.ts",
+    "src/internal/keyFile.ts",
+    "src/services/gateway/Gateway.ts",
     "src/services/gateway/Auth.ts",
     "src/layers/GatewayHttp.ts"
   ],
@@ -94,25 +100,23 @@ export const groups = {
  */
 export const leftOut = [
   {
-    modules: "the other services (`src/services/*.ts`, `src/services/gateway/*.ts` but Files, Auth and Batch)",
-    reason: "their ids reach paths through pathSegment.ts and their uploads through multipart.ts, both mutated, and "
-      + "test/properties/ checks every such operation and upload on the wire; what is left in them (routes, the "
-      + "gateway's query and path joining in gateway/Gateway.ts, VectorStores' polling) is checked by their unit and "
-      + "integration suites in `npm test`, not yet by a mutation run: the next candidates for `wire`"
+    modules: "the other services (`src/services/*.ts`, `src/services/gateway/*.ts` but Files, Gateway, Auth and Batch)",
+    reason: "their ids reach paths through pathSegment.ts, their uploads through multipart.ts and the gateway's paths "
+      + "and queries through gateway/Gateway.ts, all mutated, and test/properties/ checks every such operation and "
+      + "upload on the wire; what is left in them is each one's routes (a constant path per operation, which every "
+      + "operation's unit test pins) and VectorStores' polling, checked by their unit and integration suites"
   },
   {
-    modules: "the other schemas (`src/schemas/*.ts` but Chat)",
-    reason: "mostly declarations (Schema structs and classes), whose mutants are static and left unrun "
-      + "(ignoreStatic); the few functions among them (Upload.filenameOf, which names an upload's file, "
-      + "FineTuning's timestamps, Responses' outputText) are not mutated yet: candidates for `wire`"
+    modules: "the other schemas (`src/schemas/*.ts` but Chat and Upload)",
+    reason: "declarations (Schema structs and classes), whose mutants are static and left unrun (ignoreStatic); "
+      + "the few functions among them (FineTuning's timestamps, Responses' outputText) read an answer already "
+      + "decoded and build nothing that is sent"
   },
   {
-    modules: "the configuration that carries the key and the password (`src/layers/ClientConfig.ts`, "
-      + "`src/layers/GatewayConfig.ts`, `src/layers/Node.ts`)",
-    reason: "they hand both on as `Redacted` values to the modules that use them (`request/credentials.ts`, "
-      + "`gateway/Auth.ts`, both mutated); that neither reaches a log, an error, a span or a snapshot is the secrets "
-      + "suite's (test/integration/secrets.test.ts, in `npm test`). Not yet mutated though they decide things: the "
-      + "v1 and queue URLs ClientConfig derives from the base URL (which hosts get the key), and the key file's reading"
+    modules: "`src/layers/Node.ts`",
+    reason: "it hands the key and the gateway's password on (from ClientConfig.ts, GatewayConfig.ts and keyFile.ts, "
+      + "all mutated) and wires layers; that neither secret reaches a log, an error, a span or a snapshot is the "
+      + "secrets suite's (test/integration/secrets.test.ts, in `npm test`)"
   },
   {
     modules: "`src/cli/images.ts` (the image files `aifs images` writes)",

@@ -22,7 +22,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import { duration, positiveDuration } from "./ClientConfig.js"
+import { duration, httpUrl, positiveDuration } from "./ClientConfig.js"
 
 /**
  * The real gateway.
@@ -201,7 +201,7 @@ export const layerConfig = (
  * @category config
  */
 export const fromEnv: Config.Config<Options> = Config.all({
-  url: Config.string("AIFS_GATEWAY_URL").pipe(
+  url: httpUrl("AIFS_GATEWAY_URL").pipe(
     Config.withDefault(defaultUrl),
     Config.withDescription("Base URL of the retrieval gateway")
   ),

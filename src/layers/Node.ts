@@ -27,7 +27,6 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as Undici from "@effect/platform-node/Undici"
-import * as FileSystem from "@effect/platform/FileSystem"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -39,6 +38,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { homedir } from "node:os"
+import { keyFilePath, keyFromFile } from "../internal/keyFile.js"
 import { parseLimits } from "../internal/limitsSpec.js"
 import * as RedisLimiterStore from "../redis.js"
 import type { GatewayHttpClient } from "../services/gateway/GatewayHttpClient.js"
@@ -184,38 +184,18 @@ export const limiterFromEnv = Config.all({
 })
 
 /**
- * A key read from a file (a mounted secret: Kubernetes, Docker and systemd credentials all use files), trimmed.
- * A file that cannot be read or holds no key is a `ConfigError` naming `AIFS_API_KEY_FILE`.
- */
-const keyFromFile = (path: string): Effect.Effect<Redacted.Redacted<string>, ConfigError.ConfigError> =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(path)).pipe(
-    Effect.mapError((error) => ConfigError.InvalidData(["AIFS_API_KEY_FILE"], `cannot read ${path}: ${error.message}`)),
-    Effect.map((text) => text.trim()),
-    Effect.filterOrFail(
-      (key) => key !== "",
-      () => ConfigError.InvalidData(["AIFS_API_KEY_FILE"], `${path} holds no key`)
-    ),
-    Effect.map(Redacted.make),
-    Effect.provide(NodeFileSystem.layer)
-  )
-
-/**
  * The client's configuration from the environment: the key from `AIFS_API_KEY`, or from the file `AIFS_API_KEY_FILE`
- * names, read again when the server refuses the key (a rotated secret). Both set is a `ConfigError`: which one wins
- * would be a guess.
+ * names (src/internal/keyFile.ts), read again when the server refuses the key (a rotated secret).
  */
 const clientConfigFromEnv: Layer.Layer<ClientConfig.ClientConfig, ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.gen(function*() {
-    const file = Option.filter(yield* Config.option(Config.string("AIFS_API_KEY_FILE")), (path) => path.trim() !== "")
+    const file = yield* keyFilePath
     if (Option.isNone(file)) return ClientConfig.layerFromEnv
-    const key = yield* Config.option(Config.redacted("AIFS_API_KEY"))
-    if (Option.isSome(key) && Redacted.value(key.value).trim() !== "") {
-      return yield* Effect.fail(
-        ConfigError.InvalidData(["AIFS_API_KEY_FILE"], "AIFS_API_KEY and AIFS_API_KEY_FILE are both set: set one")
-      )
-    }
     const settings = yield* ClientConfig.settingsFromEnv
-    return ClientConfig.layer({ ...settings, apiKey: keyFromFile(file.value.trim()) })
+    return ClientConfig.layer({
+      ...settings,
+      apiKey: keyFromFile(file.value).pipe(Effect.provide(NodeFileSystem.layer))
+    })
   })
 )
 
