@@ -107,11 +107,11 @@ export const send = (
         })
     )
   )
-  return Effect.flatMap(execute, (response) => answered(response, endpoint, redact, options.observe))
+  return Effect.flatMap(execute, (response) => metadataOrError(response, endpoint, redact, options.observe))
 }
 
 /** The metadata of a response whose status line came back; a non-2xx status becomes its typed error. */
-const answered = (
+const metadataOrError = (
   response: HttpClientResponse.HttpClientResponse,
   endpoint: string,
   redact: (text: string) => string,

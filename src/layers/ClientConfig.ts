@@ -371,10 +371,11 @@ const durationWhere = (name: string, valid: (d: Duration.Duration) => boolean, w
 export const httpUrl = (name: string): Config.Config<string> =>
   Config.string(name).pipe(Config.mapOrFail((text) => {
     // empty counts as unset (`AIFS_BASE_URL= aifs ...` is how a shell unsets it for one command)
-    if (text.trim() === "") return Either.left(ConfigError.MissingData([], `${name} is empty`))
-    const url = Option.liftThrowable((t: string) => new URL(t))(text.trim())
+    const trimmed = text.trim()
+    if (trimmed === "") return Either.left(ConfigError.MissingData([], `${name} is empty`))
+    const url = Option.liftThrowable((t: string) => new URL(t))(trimmed)
     return Option.isSome(url) && (url.value.protocol === "http:" || url.value.protocol === "https:")
-      ? Either.right(text.trim())
+      ? Either.right(trimmed)
       : Either.left(ConfigError.InvalidData([], `Expected an http(s) URL such as ${defaultBaseUrl}, got "${text}"`))
   }))
 

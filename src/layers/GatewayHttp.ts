@@ -28,9 +28,11 @@ import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { makeRedactor } from "../internal/redact.js"
+import * as Attempt from "../internal/request/attempt.js"
 import * as Deadlines from "../internal/request/deadline.js"
 import { decodeJson } from "../internal/request/decode.js"
 import * as Operation from "../internal/request/operation.js"
+import * as Pipeline from "../internal/request/pipeline.js"
 import { serverOf } from "../internal/telemetry.js"
 import * as Transport from "../internal/transport.js"
 import { type ApiError, TransportError } from "../schemas/Errors.js"
@@ -50,46 +52,58 @@ export const make: Effect.Effect<
   never,
   HttpClient.HttpClient | GatewayConfig | RetryPolicy.RetryPolicy | Scope.Scope
 > = Effect.gen(function*() {
-  const { within } = yield* Deadlines.make
+  const deadlines = yield* Deadlines.make
   const config = yield* GatewayConfig
   const policy = yield* RetryPolicy.RetryPolicy
   const client = yield* HttpClient.HttpClient
-  const server = serverOf(config.url)
+  const operations = Operation.make(undefined, serverOf(config.url), false)
+  const headers = { accept: "application/json", "user-agent": Transport.userAgent }
+
+  /** The pipeline of one request: its token is one more secret its errors must not show. */
+  const pipelineFor = (options: RequestOptions) => {
+    const redact = makeRedactor([config.password, options.token])
+    const attempt = Attempt.make({
+      admissions: undefined,
+      learn: () => Effect.void,
+      spent: () => Effect.void,
+      prepare: (request) => {
+        const base = HttpClientRequest.setHeaders(HttpClientRequest.prependUrl(request, config.url), headers)
+        const prepared = options.token === undefined ? base : HttpClientRequest.bearerToken(base, options.token)
+        // one time limit, from sending to the whole answer (a first-byte limit no shorter is never set)
+        const total = options.timeout === undefined ? config.timeout : Duration.decode(options.timeout)
+        return { prepared, endpoint: Transport.endpointOf(prepared), timeouts: { firstByte: total, total } }
+      },
+      send: (request, endpoint) =>
+        Transport.send(client, request, endpoint, redact, { connect: config.connectTimeout }),
+      deadlines
+    })
+    return { redact, pipeline: Pipeline.make({ operations, policy, attempt }) }
+  }
 
   const json = <A, I>(
     request: HttpClientRequest.HttpClientRequest,
     schema: Schema.Schema<A, I>,
     options: RequestOptions = {}
   ): Effect.Effect<WithResponse<A>, ApiError> => {
-    const redact = makeRedactor([config.password, options.token])
     // a token must reach the gateway only: absolute URLs (another host) are refused, not sent
     if (/^[a-z][a-z0-9+.-]*:/i.test(request.url)) {
       const refused = new TransportError({
         message: "gateway requests take a URL relative to the gateway; refusing to send credentials elsewhere",
         endpoint: Transport.endpointOf(request)
       })
-      return Operation.traced(Effect.fail(refused), options, server)
+      return operations.operation(request, options, () => Effect.fail(refused))
     }
-    const base = request.pipe(
-      HttpClientRequest.prependUrl(config.url),
-      HttpClientRequest.setHeaders({ accept: "application/json", "user-agent": Transport.userAgent })
-    )
-    const prepared = options.token === undefined ? base : HttpClientRequest.bearerToken(base, options.token)
-    const endpoint = Transport.endpointOf(prepared)
-    const after = options.timeout === undefined ? config.timeout : Duration.decode(options.timeout)
-
-    const attempt = Transport.send(client, prepared, endpoint, redact, { connect: config.connectTimeout }).pipe(
-      Effect.flatMap(([response, info]) =>
+    const { pipeline, redact } = pipelineFor(options)
+    return pipeline.run(
+      request,
+      options,
+      headers.accept,
+      ({ endpoint, meta, response }) =>
         Transport.readText(response, endpoint).pipe(
-          Effect.flatMap((text) => decodeJson(schema, text, info, endpoint, redact)),
-          Effect.map((value) => ({ value, response: info }))
+          Effect.flatMap((text) => decodeJson(schema, text, meta, endpoint, redact)),
+          Effect.map((value) => ({ value, response: meta }))
         )
-      ),
-      (exchange) => within(exchange, [{ after, error: () => Transport.totalTimedOut(after, endpoint) }])
     )
-    const retried = options.retry === false ? attempt : Effect.retry(attempt, RetryPolicy.reported(policy, endpoint))
-    // the operation's span, when the request names one: over its attempts, each with its HTTP client span
-    return Operation.traced(retried, options, server)
   }
 
   return { url: config.url, json }

@@ -47,9 +47,9 @@ import * as Credentials from "../internal/request/credentials.js"
 import * as Deadlines from "../internal/request/deadline.js"
 import { decoder } from "../internal/request/decode.js"
 import { decodeJsonEvents, expectEventStream, timedBody } from "../internal/request/events.js"
-import { answeredWith } from "../internal/request/instruments.js"
+import { recordAnswerOf } from "../internal/request/instruments.js"
 import * as Operation from "../internal/request/operation.js"
-import { retrying } from "../internal/request/retry.js"
+import * as Pipeline from "../internal/request/pipeline.js"
 import * as Windows from "../internal/request/windows.js"
 import * as Wire from "../internal/request/wire.js"
 import { decodeEvents } from "../internal/sse.js"
@@ -67,6 +67,89 @@ import {
 import { ClientConfig } from "./ClientConfig.js"
 import { Admitting, RateLimiter } from "./RateLimiter.js"
 import * as RetryPolicy from "./RetryPolicy.js"
+
+/**
+ * The bodies of a transport's requests, read whole: JSON decoded with its schema (the usage it reports settles the
+ * request's permit), or text.
+ */
+const bodies = (pipeline: Pipeline.Pipeline, redact: (text: string) => string) => {
+  const json = <A, I>(
+    request: HttpClientRequest.HttpClientRequest,
+    schema: Schema.Schema<A, I>,
+    options: RequestOptions = {}
+  ): Effect.Effect<WithResponse<A>, ApiError> =>
+    pipeline.run(
+      request,
+      options,
+      "application/json",
+      ({ endpoint, meta, permit, response }) =>
+        Effect.flatMap(Transport.readText(response, endpoint), (text) => {
+          const decoded = decoder(schema, endpoint, redact).text(text, meta)
+          if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
+          const value = decoded.right
+          // the usage it reports settles the permit; a model's answer shows on its span and in its metrics
+          const answer = recordAnswerOf(options, value, { value, response: meta })
+          return permit === undefined ? answer : Effect.zipRight(reconcile(permit, value), answer)
+        })
+    )
+
+  const text = (
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions = {}
+  ): Effect.Effect<WithResponse<string>, ApiError> =>
+    pipeline.run(
+      request,
+      options,
+      "text/plain, */*",
+      ({ endpoint, meta, response }) =>
+        Effect.map(Transport.readText(response, endpoint), (value) => ({ value, response: meta }))
+    )
+  return { json, text }
+}
+
+/** The streams of a transport's requests: events, or JSON events decoded with their schema. */
+const streams = (
+  pipeline: Pipeline.Pipeline,
+  streamIdleTimeout: Duration.Duration,
+  redact: (text: string) => string,
+  deadlines: Deadlines.Deadlines
+) => {
+  /**
+   * A stream's events: its attempts end at the status line; the events carry on the idle limit between chunks and
+   * what is left of the total limit.
+   */
+  const events = <A>(
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions,
+    read: (sent: Attempt.Sent, body: Stream.Stream<Uint8Array, ApiError>) => Stream.Stream<A, ApiError>
+  ): Stream.Stream<A, ApiError> =>
+    pipeline.stream(request, options, (first) => {
+      const idle = options.idleTimeout === undefined ? streamIdleTimeout : Duration.decode(options.idleTimeout)
+      const opened = pipeline.attempts(request, options, "text/event-stream", expectEventStream(redact), first)
+      return Stream.unwrap(Effect.map(opened, (sent) => read(sent, timedBody(sent, idle, deadlines))))
+    })
+
+  const sse = (
+    request: HttpClientRequest.HttpClientRequest,
+    options: RequestOptions = {}
+  ): Stream.Stream<ServerSentEvent, ApiError> =>
+    events(request, options, (sent, body) =>
+      Stream.map(
+        decodeEvents(body, sent.endpoint),
+        (event): ServerSentEvent => ({ event: event.event, data: event.data })
+      ))
+
+  const jsonStream = <A, I>(
+    request: HttpClientRequest.HttpClientRequest,
+    schema: Schema.Schema<A, I>,
+    options: StreamOptions = {}
+  ): Stream.Stream<A, ApiError> =>
+    events(request, options, (sent, body) => {
+      const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
+      return decodeJsonEvents(sent, body, schema, terminator, options, redact)
+    })
+  return { sse, jsonStream }
+}
 
 /**
  * Builds the transport from the platform `HttpClient`, the `ClientConfig` and the `RetryPolicy`.
@@ -94,121 +177,31 @@ export const make: Effect.Effect<
     undefined :
     Windows.make(limiter, Effect.suspend(() => listModels), yield* Effect.scope)
   const admissions = limiter === undefined ? undefined : Admission.make(limiter, credentials.keyId, line, windows)
-  const { admitted, admittedStream } = Operation.make(admissions, serverOf(config.baseUrl))
-  const prepare = Wire.preparer(config, credentials)
   const deadlines = yield* Deadlines.make
-
-  const attempt = Attempt.make({
-    admissions,
-    // under the key the request was admitted with: a renewal meanwhile does not move what it teaches
-    learn: (key, model, info, status) =>
-      limiter === undefined ? Effect.void : limiter.learn(key ?? credentials.keyId(), model, info, status),
-    spent: (key, error) => limiter === undefined ? Effect.void : limiter.spent(key ?? credentials.keyId(), error),
-    prepare,
-    send: Wire.sender(client, config, redact),
-    deadlines
+  const pipeline = Pipeline.make({
+    operations: Operation.make(admissions, serverOf(config.baseUrl)),
+    policy,
+    attempt: Attempt.make({
+      admissions,
+      // under the key the request was admitted with: a renewal meanwhile does not move what it teaches
+      learn: (key, model, info, status) =>
+        limiter === undefined ? Effect.void : limiter.learn(key ?? credentials.keyId(), model, info, status),
+      spent: (key, error) => limiter === undefined ? Effect.void : limiter.spent(key ?? credentials.keyId(), error),
+      prepare: Wire.preparer(config, credentials),
+      send: Wire.sender(client, config, redact),
+      deadlines
+    }),
+    renewing
   })
 
-  /** The attempts of one request, retried by the policy unless the request says not to, and renewed after a 401. */
-  const exchange = <A>(
-    request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions,
-    accept: string,
-    read: Attempt.Read<A>
-  ): Effect.Effect<A, ApiError> =>
-    admitted(
-      request,
-      options,
-      (first) =>
-        renewing(retrying(policy, request, attempt(request, options, accept, read, first), options), options.retry)
-    )
-
-  const json = <A, I>(
-    request: HttpClientRequest.HttpClientRequest,
-    schema: Schema.Schema<A, I>,
-    options: RequestOptions = {}
-  ): Effect.Effect<WithResponse<A>, ApiError> =>
-    exchange(
-      request,
-      options,
-      "application/json",
-      ({ endpoint, meta, permit, response }) =>
-        Effect.flatMap(Transport.readText(response, endpoint), (text) => {
-          const decoded = decoder(schema, endpoint, redact).text(text, meta)
-          if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
-          const value = decoded.right
-          // the usage it reports settles the permit; a model's answer shows on its span and in its metrics
-          const answer = answeredWith(options, value, { value, response: meta })
-          return permit === undefined ? answer : Effect.zipRight(reconcile(permit, value), answer)
-        })
-    )
-
+  const { json, text } = bodies(pipeline, redact)
   // once per key, not retried: a request waits for it
   const listModels = Effect.map(
     json(HttpClientRequest.get("/models"), ModelList, { retry: false }),
     ({ value }) => value
   )
 
-  const text = (
-    request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions = {}
-  ): Effect.Effect<WithResponse<string>, ApiError> =>
-    exchange(
-      request,
-      options,
-      "text/plain, */*",
-      ({ endpoint, meta, response }) =>
-        Effect.map(Transport.readText(response, endpoint), (value) => ({ value, response: meta }))
-    )
-
-  /**
-   * Opens a stream: the attempt ends at the status line; the events carry on the idle limit between chunks and
-   * what is left of the total limit.
-   */
-  const open = (
-    request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions,
-    first: Admission.FirstAdmission
-  ) => {
-    const idle = options.idleTimeout === undefined ? config.streamIdleTimeout : Duration.decode(options.idleTimeout)
-    const opened = attempt(request, options, "text/event-stream", expectEventStream(redact), first)
-    return Effect.map(
-      renewing(retrying(policy, request, opened, options), options.retry),
-      (sent) => ({ sent, body: timedBody(sent, idle, deadlines) })
-    )
-  }
-
-  const sse = (
-    request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions = {}
-  ): Stream.Stream<ServerSentEvent, ApiError> =>
-    admittedStream(request, options, (first) =>
-      Stream.unwrap(
-        Effect.map(
-          open(request, options, first),
-          ({ body, sent }) =>
-            Stream.map(
-              decodeEvents(body, sent.endpoint),
-              (event): ServerSentEvent => ({ event: event.event, data: event.data })
-            )
-        )
-      ))
-
-  const jsonStream = <A, I>(
-    request: HttpClientRequest.HttpClientRequest,
-    schema: Schema.Schema<A, I>,
-    options: StreamOptions = {}
-  ): Stream.Stream<A, ApiError> =>
-    admittedStream(
-      request,
-      options,
-      (first) =>
-        Stream.unwrap(Effect.map(open(request, options, first), ({ body, sent }) => {
-          const terminator = options.terminator === undefined ? "[DONE]" : options.terminator
-          return decodeJsonEvents(sent, body, schema, terminator, options, redact)
-        }))
-    )
-
+  const { jsonStream, sse } = streams(pipeline, config.streamIdleTimeout, redact, deadlines)
   return { apiVersion: config.apiVersion, json, text, sse, jsonStream }
 })
 

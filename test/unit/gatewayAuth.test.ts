@@ -177,7 +177,7 @@ describe("gateway Auth", () => {
       assert.deepStrictEqual([...(yield* s.tokensSeen)].sort(), ["opaque-1", "opaque-1", "opaque-2", "opaque-2"])
     }))
 
-  it.effect("the login and a re-login after a 401 have their spans, with the user and no stack trace", () =>
+  it.effect("the login and a re-login after a 401 have their spans, with the user, no route and no stack trace", () =>
     Effect.gen(function*() {
       const spans: Array<Tracer.Span> = []
       const tracer = yield* recording(spans)
@@ -188,7 +188,13 @@ describe("gateway Auth", () => {
       )
       const logins = spans.filter((span) => span.name === "Auth.login")
       assert.strictEqual(logins.length, 2)
-      for (const login of logins) assert.strictEqual(login.attributes.get("aifs.gateway.user"), "alice")
+      for (const login of logins) {
+        assert.strictEqual(login.attributes.get("aifs.gateway.user"), "alice")
+        assert.strictEqual(login.attributes.get("aifs.operation"), "Auth.login")
+        assert.isFalse(capturesStackTrace(login))
+        // the gateway has one route: no `aifs.route`, which names the inference transport's bases
+        assert.isFalse(login.attributes.has("aifs.route"))
+      }
       const again = spans.filter((span) => span.name === "Auth.reauthenticate")
       assert.strictEqual(again.length, 1)
       assert.strictEqual(again[0]!.attributes.get("aifs.operation"), "Auth.reauthenticate")

@@ -14,11 +14,13 @@ import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import * as ClientConfig from "../../src/layers/ClientConfig.js"
 import * as GatewayConfig from "../../src/layers/GatewayConfig.js"
 import * as Testing from "../../src/layers/Testing.js"
 import * as Upload from "../../src/schemas/Upload.js"
 import * as Gateway from "../../src/services/gateway/Gateway.js"
+import { recording } from "../helpers/spans.js"
 
 describe("ClientConfig.make: the bases and the defaults", () => {
   it("every default, as the README's configuration table gives it", () => {
@@ -103,20 +105,62 @@ describe("ClientConfig.httpUrl", () => {
     for (const bad of ["ftp://a.test", "a.test/v2", "mailto:x@a.test"]) {
       const result = read(bad)
       assert.strictEqual(result._tag, "Left", bad)
-      assert.include(String(result._tag === "Left" ? result.left : ""), `Expected an http(s) URL such as`)
-      assert.include(String(result._tag === "Left" ? result.left : ""), `got "${bad}"`)
+      assert.strictEqual(
+        String(result._tag === "Left" ? result.left : ""),
+        `(Invalid data at X: "Expected an http(s) URL such as ${ClientConfig.defaultBaseUrl}, got "${bad}"")`
+      )
     }
   })
 
   it("blank is missing, not invalid: a default applies", () => {
     const result = read("   ")
     assert.strictEqual(result._tag, "Left")
-    assert.include(String(result._tag === "Left" ? result.left : ""), "X is empty")
+    assert.strictEqual(String(result._tag === "Left" ? result.left : ""), `(Missing data at X: "X is empty")`)
     const defaulted = ClientConfig.httpUrl("X").pipe(Config.withDefault("http://default.test"))
     assert.strictEqual(
       Effect.runSync(Effect.withConfigProvider(defaulted, provider({ X: " " }))),
       "http://default.test"
     )
+  })
+})
+
+describe("the configuration's errors: the variable and what was wrong, exactly", () => {
+  const provider = (env: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(env)))
+  const errorOf = <A>(config: Config.Config<A>, env: Record<string, string>) =>
+    String(Effect.runSync(Effect.flip(Effect.withConfigProvider(config, provider(env)))))
+
+  it("a duration, a duration above zero, a missing key", () => {
+    assert.strictEqual(
+      errorOf(ClientConfig.duration("X"), { X: "soon" }),
+      `(Invalid data at X: "Expected a duration such as 30s, 1m30s or 30 seconds, got "soon"")`
+    )
+    assert.strictEqual(
+      errorOf(ClientConfig.positiveDuration("X"), { X: "0s" }),
+      `(Invalid data at X: "Expected a duration above zero such as 30s, 1m30s or 30 seconds, got "0s"")`
+    )
+    assert.match(errorOf(ClientConfig.fromEnv, {}), /^\(Missing data at AIFS_API_KEY: "AIFS_API_KEY is not set: /)
+  })
+
+  it("retries from 0 to 100, for the client and the gateway", () => {
+    const gateway = { AIFS_GATEWAY_USERNAME: "u", AIFS_GATEWAY_PASSWORD: "p" }
+    const read = (env: Record<string, string>) =>
+      Effect.runSync(Effect.either(Effect.withConfigProvider(
+        Effect.zip(ClientConfig.fromEnv, GatewayConfig.fromEnv),
+        provider({ AIFS_API_KEY: "k", ...gateway, ...env })
+      )))
+    for (const n of [0, 100]) {
+      const both = read({ AIFS_MAX_RETRIES: String(n), AIFS_GATEWAY_MAX_RETRIES: String(n) })
+      assert.deepStrictEqual(both._tag === "Right" && [both.right[0].maxRetries, both.right[1].maxRetries], [n, n])
+    }
+    for (const n of [-1, 101]) {
+      for (const name of ["AIFS_MAX_RETRIES", "AIFS_GATEWAY_MAX_RETRIES"]) {
+        const refused = read({ [name]: String(n) })
+        assert.strictEqual(
+          String(refused._tag === "Left" && refused.left),
+          `(Invalid data at ${name}: "Expected a number of retries from 0 to 100")`
+        )
+      }
+    }
   })
 })
 
@@ -138,7 +182,8 @@ describe("Gateway.request: the path and the query", () => {
   it.effect("the service's slashes are trimmed, a route without its leading slash gets one, no service: the route", () =>
     Effect.gen(function*() {
       assert.strictEqual((yield* sent("user-manager", "/api/v1/me")).pathname, "/user-manager/api/v1/me")
-      assert.strictEqual((yield* sent("/custom//", "api/v1/me")).pathname, "/custom/api/v1/me")
+      assert.strictEqual((yield* sent("//custom//", "api/v1/me")).pathname, "/custom/api/v1/me")
+      assert.strictEqual((yield* sent("/nested/path/", "/me")).pathname, "/nested/path/me")
       assert.strictEqual((yield* sent("", "/api/v1/me")).pathname, "/api/v1/me")
       assert.strictEqual((yield* sent("//", "api/v1/me")).pathname, "/api/v1/me")
     }))
@@ -149,6 +194,28 @@ describe("Gateway.request: the path and the query", () => {
       assert.strictEqual(url.search, "?limit=0&flag=false&ids=a&ids=b+c&empty=")
       assert.strictEqual((yield* sent("s", "/r")).search, "")
       assert.strictEqual((yield* sent("s", "/r", { ids: [] })).search, "")
+    }))
+
+  it.effect("no body: nothing is sent but the request; retry: false sends once; the span names the call and the service", () =>
+    Effect.gen(function*() {
+      const seen: Array<Testing.ScriptedRequest> = []
+      const handler: Testing.Handler = (request) => {
+        if (request.path === "/api/v1/auth/user") return { body: { access_token: "t" } }
+        seen.push(request)
+        return { status: 503, body: { detail: "busy" } }
+      }
+      const spans: Array<Tracer.Span> = []
+      const tracer = yield* recording(spans)
+      const failed = yield* Gateway.request("user-manager", "DELETE", "/api/v1/x", {
+        retry: false,
+        response: Schema.Unknown
+      }).pipe(Effect.provide(Testing.layerGatewayHttp(handler)), Effect.withTracer(tracer), Effect.flip)
+      assert.strictEqual(failed._tag, "ServerError")
+      assert.strictEqual(seen.length, 1)
+      assert.strictEqual(seen[0]!.body, undefined)
+      assert.isUndefined(seen[0]!.headers["content-type"])
+      const span = spans.find((span) => span.name === "Gateway.request")
+      assert.strictEqual(span?.attributes.get("aifs.gateway.service"), "user-manager")
     }))
 
   it("withQuery adds to a request's own parameters", () => {

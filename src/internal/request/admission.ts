@@ -39,6 +39,49 @@ const queueable = new Set([
 ])
 
 /**
+ * What `limiter` counts for a request, from the parameters it was made of (the operation's, as its span holds them:
+ * never the serialised body parsed back), under `key`: none when it names no model. An upload (audio) counts as a
+ * request.
+ */
+const ticketOf = (
+  limiter: Limiter,
+  key: string,
+  request: HttpClientRequest.HttpClientRequest,
+  options: RequestOptions
+): Ticket | undefined => {
+  const params = options.span?.params
+  const cost = params === undefined ? undefined : limiter.cost(request.url, params)
+  const model = options.model ?? cost?.model
+  if (model === undefined) return undefined
+  return { key, model, input: cost?.input ?? 0, output: cost?.output ?? 0, cap: cost?.cap }
+}
+
+/**
+ * `acquire`, unless the request may go to the queue and `limiter` would make it wait: then `queued` with its admission
+ * there (the caller's limits were meant for /v2: the queue waits for capacity, so it gets the queue's).
+ */
+const routed = <A, E, R>(
+  limiter: Limiter,
+  line: { readonly open: boolean },
+  request: HttpClientRequest.HttpClientRequest,
+  options: RequestOptions,
+  ticket: Ticket,
+  queued: (admission: Admission) => Effect.Effect<A, E, R>,
+  acquire: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => {
+  if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
+  return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
+    wait && line.open
+      ? queued({
+        permit: undefined,
+        options: { ...options, base: "queue", timeout: undefined, firstByteTimeout: undefined },
+        model: ticket.model,
+        key: ticket.key
+      })
+      : acquire)
+}
+
+/**
  * The admissions of one key's requests by `limiter` (`keyId`: the key's fingerprint now, renewed or not) while `line`
  * is open; once it is closed, no request leaves the line. A request whose model's context window the limiter lacks
  * waits for `windows` (internal/request/windows.ts) first.
@@ -50,53 +93,18 @@ export const make = (
   windows?: (key: string) => Effect.Effect<void>
 ) => {
   /**
-   * What the limiter counts for a request, from the parameters it was made of (the operation's, as its span holds
-   * them: never the serialised body parsed back): none when it names no model. An upload (audio) counts as a request.
-   */
-  const ticketOf = (request: HttpClientRequest.HttpClientRequest, options: RequestOptions): Ticket | undefined => {
-    const params = options.span?.params
-    const cost = params === undefined ? undefined : limiter.cost(request.url, params)
-    const model = options.model ?? cost?.model
-    if (model === undefined) return undefined
-    return { key: keyId(), model, input: cost?.input ?? 0, output: cost?.output ?? 0, cap: cost?.cap }
-  }
-
-  /**
-   * `acquire`, unless the request may go to the queue and the limiter would make it wait: then `queued` with its
-   * admission there (the caller's limits were meant for /v2: the queue waits for capacity, so it gets the queue's).
-   */
-  const routed = <A, E, R>(
-    request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions,
-    ticket: Ticket,
-    queued: (admission: Admission) => Effect.Effect<A, E, R>,
-    acquire: Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E, R> => {
-    if (!limiter.queueRouting || (options.base ?? "v2") !== "v2" || !queueable.has(request.url)) return acquire
-    return Effect.flatMap(limiter.wouldWait(ticket), (wait) =>
-      wait && line.open
-        ? queued({
-          permit: undefined,
-          options: { ...options, base: "queue", timeout: undefined, firstByteTimeout: undefined },
-          model: ticket.model,
-          key: ticket.key
-        })
-        : acquire)
-  }
-
-  /**
    * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured), then runs `then`
    * with its admission from inside an uninterruptible region (`restore` makes what it runs interruptible again).
    * The limiter hands the permit over in its own step, so no interruption can land between the grant and `then`;
    * `refused` sees a refusal by the limiter (larger than the whole quota).
    */
-  const admitted = <B, E, R>(
+  const admit = <B, E, R>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
     refused: (failed: Effect.Effect<never, Refusal>, options: RequestOptions) => Effect.Effect<never, ApiError>,
     then: (admission: Admission, restore: Restore) => Effect.Effect<B, E, R>
   ): Effect.Effect<B, ApiError | E, R> => {
-    const ticket = ticketOf(request, options)
+    const ticket = ticketOf(limiter, keyId(), request, options)
     const now = (admission: Admission) => Effect.uninterruptibleMask((restore) => then(admission, restore))
     if (ticket === undefined) return now({ permit: undefined, options, model: undefined })
     // a caller waiting in line holds its place and `then`, not the attempt's machinery
@@ -114,8 +122,11 @@ export const make = (
       })
     // the limiter reads the model's window when asked: after the listing
     return windows !== undefined && limiter.needsWindow(ticket)
-      ? Effect.zipRight(windows(ticket.key), Effect.suspend(() => routed(request, options, ticket, now, acquire())))
-      : routed(request, options, ticket, now, acquire())
+      ? Effect.zipRight(
+        windows(ticket.key),
+        Effect.suspend(() => routed(limiter, line, request, options, ticket, now, acquire()))
+      )
+      : routed(limiter, line, request, options, ticket, now, acquire())
   }
 
   /**
@@ -133,7 +144,7 @@ export const make = (
     Effect.withFiberRuntime((fiber) => {
       const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
       const arrived = clock.unsafeCurrentTimeMillis()
-      return admitted(request, options, refused, (admission, restore) => {
+      return admit(request, options, refused, (admission, restore) => {
         const first: FirstAdmission = { admission }
         // an admission `use` did not take goes back, however `use` ends (`then` runs uninterruptibly: `ensuring`
         // in fewer steps)
@@ -151,7 +162,7 @@ export const make = (
       })
     })
 
-  return { admitted, first }
+  return { admit, first }
 }
 
 /** The admissions of one key: what `make` returns. */

@@ -79,56 +79,57 @@ interface Outcome {
 /** The reader of an attempt's response. */
 export type Read<A> = (sent: Sent) => Effect.Effect<A, ApiError>
 
+/** Sends the prepared request and reads its answer, all within the total time limit from sending. */
+const exchange = <A>(
+  deps: Deps,
+  request: HttpClientRequest.HttpClientRequest,
+  options: RequestOptions,
+  accept: string,
+  permit: Permit | undefined,
+  outcome: Outcome | undefined,
+  read: Read<A>
+) =>
+  Effect.clockWith((clock) => {
+    const { endpoint, prepared, timeouts } = deps.prepare(request, options, accept)
+    const sentAt = clock.unsafeCurrentTimeMillis()
+    // a first-byte limit no shorter than the total one could never pass first: one limit is enough
+    const firstByte = Duration.lessThan(timeouts.firstByte, timeouts.total)
+    let responded = false
+    const sent = deps.send(prepared, endpoint, firstByte ? () => (responded = true) : undefined)
+    const reading = ([response, meta]: readonly [HttpClientResponse.HttpClientResponse, ResponseMetadata]) =>
+      read({ response, meta, endpoint, permit, timeouts, sentAt })
+    // without a limiter, nothing to settle or learn: the answer goes straight to its reader
+    const exchanged = outcome === undefined ? Effect.flatMap(sent, reading) : Effect.suspend(() => {
+      outcome.sending = true
+      return sent
+    }).pipe(
+      Effect.matchEffect({
+        onFailure: (error) => Effect.flatMap(outcome.failed(error), Effect.fail),
+        onSuccess: (exchange) => Effect.zipRight(outcome.succeeded(exchange[1]), reading(exchange))
+      })
+    )
+    const total = { after: timeouts.total, error: () => totalTimedOut(timeouts.total, endpoint) }
+    return deps.deadlines.within(
+      exchanged,
+      firstByte
+        ? [total, {
+          after: timeouts.firstByte,
+          error: () => firstByteTimedOut(timeouts.firstByte, endpoint),
+          holds: () => !responded
+        }]
+        : [total]
+    )
+  })
+
 /** Makes the attempts of requests from `deps`. */
 export const make = (deps: Deps) => {
-  /** Sends the prepared request and reads its answer, all within the total time limit from sending. */
-  const exchange = <A>(
-    request: HttpClientRequest.HttpClientRequest,
-    options: RequestOptions,
-    accept: string,
-    permit: Permit | undefined,
-    outcome: Outcome | undefined,
-    read: Read<A>
-  ) =>
-    Effect.clockWith((clock) => {
-      const { endpoint, prepared, timeouts } = deps.prepare(request, options, accept)
-      const sentAt = clock.unsafeCurrentTimeMillis()
-      // a first-byte limit no shorter than the total one could never pass first: one limit is enough
-      const firstByte = Duration.lessThan(timeouts.firstByte, timeouts.total)
-      let responded = false
-      const sent = deps.send(prepared, endpoint, firstByte ? () => (responded = true) : undefined)
-      const answered = ([response, meta]: readonly [HttpClientResponse.HttpClientResponse, ResponseMetadata]) =>
-        read({ response, meta, endpoint, permit, timeouts, sentAt })
-      // without a limiter, nothing to settle or learn: the answer goes straight to its reader
-      const exchanged = outcome === undefined ? Effect.flatMap(sent, answered) : Effect.suspend(() => {
-        outcome.sending = true
-        return sent
-      }).pipe(
-        Effect.matchEffect({
-          onFailure: (error) => Effect.flatMap(outcome.failed(error), Effect.fail),
-          onSuccess: (exchange) => Effect.zipRight(outcome.succeeded(exchange[1]), answered(exchange))
-        })
-      )
-      const total = { after: timeouts.total, error: () => totalTimedOut(timeouts.total, endpoint) }
-      return deps.deadlines.within(
-        exchanged,
-        firstByte
-          ? [total, {
-            after: timeouts.firstByte,
-            error: () => firstByteTimedOut(timeouts.firstByte, endpoint),
-            holds: () => !responded
-          }]
-          : [total]
-      )
-    })
-
   /** An attempt without a limiter: nothing to admit, settle or learn. */
   const plain = <A>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
     accept: string,
     read: Read<A>
-  ) => exchange(request, options, accept, undefined, undefined, read)
+  ) => exchange(deps, request, options, accept, undefined, undefined, read)
 
   /**
    * An attempt through the rate limiter: takes the first admission or waits for capacity, sends, learns from the
@@ -145,14 +146,14 @@ export const make = (deps: Deps) => {
     Effect.suspend(() => {
       // from the limiter's grant until the exchange starts, uninterruptible: an interruption lands only inside
       // `restore`, where the permit is always accounted for
-      const admitted = (admission: Admission, restore: Restore) => {
+      const withAdmission = (admission: Admission, restore: Restore) => {
         first.admission = undefined
         const outcome = outcomeOf(admission, deps)
         // interrupted or timed out before the answer: once sent, the server may have counted the request, so it
         // stays counted from now (the limiter never gives back what the server may hold); not sent: it comes back
-        // `admitted` runs uninterruptibly: what follows the exchange runs however it ends (`onExit` in fewer steps)
+        // this runs uninterruptibly: what follows the exchange runs however it ends (`onExit` in fewer steps)
         return Effect.matchCauseEffect(
-          restore(exchange(request, admission.options, accept, admission.permit, outcome, read)),
+          restore(exchange(deps, request, admission.options, accept, admission.permit, outcome, read)),
           {
             onFailure: (cause) => Effect.zipRight(outcome.unsettled(), Effect.failCause(cause)),
             onSuccess: Effect.succeed
@@ -161,12 +162,12 @@ export const make = (deps: Deps) => {
       }
       const taken = first.admission
       return taken === undefined
-        ? admissions.admitted(request, options, identity, admitted)
-        : Effect.uninterruptibleMask((restore) => admitted(taken, restore))
+        ? admissions.admit(request, options, identity, withAdmission)
+        : Effect.uninterruptibleMask((restore) => withAdmission(taken, restore))
     })
 
   /** One attempt: through the limiter when it is on. */
-  return <A>(
+  const attempt = <A>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
     accept: string,
@@ -176,7 +177,11 @@ export const make = (deps: Deps) => {
     deps.admissions === undefined
       ? plain(request, options, accept, read)
       : limited(deps.admissions, request, options, accept, read, first)
+  return attempt
 }
+
+/** One attempt of a request: what `make` returns. */
+export type Attempt = ReturnType<typeof make>
 
 /**
  * What the outcome of an admitted attempt tells the limiter. `succeeded` takes the metadata of an answer with a 2xx

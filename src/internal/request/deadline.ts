@@ -6,6 +6,7 @@
  * network chunk.)
  * @internal
  */
+import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -15,6 +16,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
+import type * as RuntimeFlags from "effect/RuntimeFlags"
 import type * as Scope from "effect/Scope"
 
 /** The longest the timer sleeps before it looks again. */
@@ -41,20 +43,27 @@ export interface Deadlines {
   readonly timing: () => boolean
 }
 
+/** The pending moments of one transport's limits, and the one fiber that sleeps until the earliest. */
+interface Timer {
+  /** Adds a moment of a limit `length` ms long, at `at`: `fire` runs when it comes. */
+  readonly add: (length: number, at: number, fire: () => void) => Entry
+  /** Removes a moment that has not come (its attempt ended first). */
+  readonly remove: (length: number, entry: Entry) => void
+  /** Drops every moment and stops the fiber. */
+  readonly close: () => void
+  readonly timing: () => boolean
+}
+
 /**
- * The timer of one transport, stopped with `scope`, or at a look that finds no limit pending. Its pending moments
- * are kept by their limit's length: limits of one length end in the order they started (the clock does not go
- * back), so each group's first ends first.
+ * A timer that runs its fiber in `runtime`. Its pending moments are kept by their limit's length: limits of one length
+ * end in the order they started (the clock does not go back), so each group's first ends first.
  */
-export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(function*() {
-  const runtime = yield* Effect.runtime<never>()
-  // the clock the timer sleeps on: an attempt's limits count from a moment on it
-  const clock = yield* Effect.clock
+const makeTimer = (runtime: Runtime.Runtime<never>): Timer => {
   const groups = new Map<number, Set<Entry>>()
-  /** When the running timer wakes (Infinity: none runs), and which timer is the current one. */
+  /** When the running fiber wakes (Infinity: none runs), and which fiber is the current one. */
   let target = Infinity
   let generation = 0
-  let timer: Fiber.RuntimeFiber<void> | undefined
+  let fiber: Fiber.RuntimeFiber<void> | undefined
 
   const earliest = (): number => {
     let at = Infinity
@@ -74,7 +83,7 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
       if (group.size === 0) groups.delete(length)
     }
   }
-  /** One timer's loop: fires what is due, then sleeps until the next moment; stops when it is no longer current. */
+  /** One fiber's loop: fires what is due, then sleeps until the next moment; stops when it is no longer current. */
   const tick = (own: number): Effect.Effect<void> =>
     Effect.clockWith((clock) =>
       Effect.suspend(() => {
@@ -84,7 +93,7 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
         const next = earliest()
         if (next === Infinity) {
           target = Infinity
-          timer = undefined
+          fiber = undefined
           return Effect.void
         }
         // it looks again every 2 s at most and ends when nothing is pending: no timer keeps the process alive for long
@@ -96,86 +105,97 @@ export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(fun
   const stop = () => {
     generation++
     target = Infinity
-    timer?.unsafeInterruptAsFork(FiberId.none)
-    timer = undefined
+    fiber?.unsafeInterruptAsFork(FiberId.none)
+    fiber = undefined
   }
-  /** A timer that wakes at `at`, in place of the one running. */
-  const restart = (at: number) => {
-    stop()
-    target = at
-    timer = Runtime.runFork(runtime)(tick(generation))
-  }
-  const add = (length: number, at: number, fire: () => void): Entry => {
-    const entry: Entry = { at, fire }
-    let group = groups.get(length)
-    if (group === undefined) {
-      group = new Set()
-      groups.set(length, group)
-    }
-    group.add(entry)
-    if (at < target) restart(at)
-    return entry
-  }
-  const remove = (length: number, entry: Entry) => {
-    const group = groups.get(length)
-    if (group?.delete(entry) === true && group.size === 0) groups.delete(length)
-  }
-  yield* Effect.addFinalizer(() =>
-    Effect.sync(() => {
+  return {
+    add: (length, at, fire) => {
+      const entry: Entry = { at, fire }
+      let group = groups.get(length)
+      if (group === undefined) {
+        group = new Set()
+        groups.set(length, group)
+      }
+      group.add(entry)
+      // a moment before the running fiber wakes: a fiber that wakes at it, in place of the one running
+      if (at < target) {
+        stop()
+        target = at
+        fiber = Runtime.runFork(runtime)(tick(generation))
+      }
+      return entry
+    },
+    remove: (length, entry) => {
+      const group = groups.get(length)
+      if (group?.delete(entry) === true && group.size === 0) groups.delete(length)
+    },
+    close: () => {
       groups.clear()
       stop()
+    },
+    timing: () => fiber !== undefined
+  }
+}
+
+/**
+ * `effect` in a fiber of its own, with the caller's context, references and flags, as `forkDaemon` forks it, but one:
+ * its failure is its caller's, never a fiber's unhandled error (which Effect logs, with its stack, at the level this
+ * reference says, debug by default).
+ */
+const forkAsCaller = <A, E>(
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  runtimeFlags: RuntimeFlags.RuntimeFlags,
+  effect: Effect.Effect<A, E>
+): Fiber.RuntimeFiber<A, E> => {
+  const runtime = Runtime.make({
+    context: fiber.currentContext,
+    fiberRefs: FiberRefs.updateAs(fiber.getFiberRefs(), {
+      fiberId: fiber.id(),
+      fiberRef: FiberRef.unhandledErrorLogLevel,
+      value: Option.none()
+    }),
+    runtimeFlags
+  })
+  return Runtime.runFork(runtime)(effect, { immediate: false })
+}
+
+/** `within` on `timer`, its limits counted on `clock`. */
+const withinOn = (timer: Timer, clock: Clock.Clock): Deadlines["within"] => (effect, limits) =>
+  Effect.withFiberRuntime((fiber, status) =>
+    Effect.async((resume) => {
+      // forked here, nothing can interrupt the caller before it watches the attempt
+      const child = forkAsCaller(fiber, status.runtimeFlags, effect)
+      const start = clock.unsafeCurrentTimeMillis()
+      let passed: (typeof limits)[number] | undefined
+      const pending = limits.map((limit) => {
+        // an unbounded limit's moment never comes: it never wakes the timer
+        const length = Duration.toMillis(limit.after)
+        const entry = timer.add(length, start + length, () => {
+          if (passed !== undefined || limit.holds?.() === false) return
+          passed = limit
+          child.unsafeInterruptAsFork(FiberId.none)
+        })
+        return [length, entry] as const
+      })
+      const settle = () => {
+        for (const [length, entry] of pending) timer.remove(length, entry)
+      }
+      child.addObserver((exit) => {
+        settle()
+        resume(passed !== undefined && Exit.isInterrupted(exit) ? Effect.fail(passed.error()) : exit)
+      })
+      // the caller interrupted: the attempt's fiber ends, its finalizers run, before the caller goes on
+      return Effect.suspend(() => {
+        settle()
+        return Fiber.interrupt(child)
+      })
     })
   )
 
-  const within = <A, E, E2>(
-    effect: Effect.Effect<A, E>,
-    limits: ReadonlyArray<Limit<E2>>
-  ): Effect.Effect<A, E | E2> =>
-    Effect.withFiberRuntime((fiber, status) =>
-      Effect.async<A, E | E2>((resume) => {
-        // the attempt in a fiber of its own, with the caller's context, references and flags, as `forkDaemon` forks
-        // it; forked here, nothing can interrupt the caller before it watches the attempt
-        const runtime = Runtime.make({
-          context: fiber.currentContext,
-          // but one: its failure is its caller's, never a fiber's unhandled error (which Effect logs, with its
-          // stack, at the level this reference says, debug by default)
-          fiberRefs: FiberRefs.updateAs(fiber.getFiberRefs(), {
-            fiberId: fiber.id(),
-            fiberRef: FiberRef.unhandledErrorLogLevel,
-            value: Option.none()
-          }),
-          runtimeFlags: status.runtimeFlags
-        })
-        const child = Runtime.runFork(runtime)(effect, { immediate: false })
-        const start = clock.unsafeCurrentTimeMillis()
-        let passed: Limit<E2> | undefined
-        const pending: Array<readonly [number, Entry]> = []
-        for (const limit of limits) {
-          // an unbounded limit's moment never comes: it never wakes the timer
-          const length = Duration.toMillis(limit.after)
-          pending.push([
-            length,
-            add(length, start + length, () => {
-              if (passed !== undefined || limit.holds?.() === false) return
-              passed = limit
-              child.unsafeInterruptAsFork(FiberId.none)
-            })
-          ])
-        }
-        const settle = () => {
-          for (const [length, entry] of pending) remove(length, entry)
-        }
-        child.addObserver((exit) => {
-          settle()
-          resume(passed !== undefined && Exit.isInterrupted(exit) ? Effect.fail(passed.error()) : exit)
-        })
-        // the caller interrupted: the attempt's fiber ends, its finalizers run, before the caller goes on
-        return Effect.suspend(() => {
-          settle()
-          return Fiber.interrupt(child)
-        })
-      })
-    )
-
-  return { within, timing: () => timer !== undefined }
+/** The timer of one transport, stopped with `scope`, or at a look that finds no limit pending. */
+export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(function*() {
+  const timer = makeTimer(yield* Effect.runtime<never>())
+  yield* Effect.addFinalizer(() => Effect.sync(timer.close))
+  // the clock the timer sleeps on: an attempt's limits count from a moment on it
+  return { within: withinOn(timer, yield* Effect.clock), timing: timer.timing }
 })

@@ -19,7 +19,7 @@ import { readBounded } from "../transport.js"
 import type { Sent } from "./attempt.js"
 import type { Deadlines, Limit } from "./deadline.js"
 import { decoder } from "./decode.js"
-import { answered } from "./instruments.js"
+import { recordAnswer } from "./instruments.js"
 import type { RequestOptions, ServerSentEvent } from "./types.js"
 
 /** A 200 that is not an event stream (an HTML page from a proxy, a JSON body): a contract break to show. */
@@ -166,7 +166,7 @@ export const decodeJsonEvents = <A, I>(
       return answer === undefined
         ? end
         : Stream.concat(
-          Stream.drain(Stream.fromEffect(answered(answer.operation, options.model, answer.summary))),
+          Stream.drain(Stream.fromEffect(recordAnswer(answer.operation, options.model, answer.summary))),
           end
         )
     })

@@ -64,7 +64,7 @@ const instrumentsOf = (operation: string, model: string | undefined): Instrument
  * Shows what a model operation's answer (a JSON body, or a stream's events read into `summary`) said: the
  * response attributes on the current span, and the tokens it used.
  */
-export const answered = <B = void>(
+export const recordAnswer = <B = void>(
   operation: string,
   model: string | undefined,
   summary: ResponseSummary,
@@ -86,15 +86,15 @@ export const answered = <B = void>(
 }
 
 /**
- * `answered` for one decoded JSON body, when the request runs a model (another's answer is no model's), then
+ * `recordAnswer` for one decoded JSON body, when the request runs a model (another's answer is no model's), then
  * `result`.
  */
-export const answeredWith = <B>(options: RequestOptions, value: unknown, result: B): Effect.Effect<B> => {
+export const recordAnswerOf = <B>(options: RequestOptions, value: unknown, result: B): Effect.Effect<B> => {
   const operation = options.span?.operation
   if (!isModelOperation(operation)) return Effect.succeed(result)
   const summary = new ResponseSummary()
   summary.observe(value)
-  return answered(operation, options.model, summary, result)
+  return recordAnswer(operation, options.model, summary, result)
 }
 
 /** `error.type`: the client's tag of a failure (`RateLimited`, `Timeout`...); nothing for an interruption. */

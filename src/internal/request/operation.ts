@@ -1,7 +1,7 @@
 /**
  * A request as one operation: its span, opened when the first attempt leaves the limiter's line (a caller waiting
  * there holds no span), its metrics (`instruments.ts`), and its attempts, the first one admitted before anything else is built.
- * Every service's requests get their span here, named and annotated by `telemetry.ts`.
+ * Every request of both transports gets its span here (`pipeline.ts`), named and annotated by `telemetry.ts`.
  * @internal
  */
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -106,8 +106,11 @@ const tracedStream = <A>(
   return Stream.withSpan(timed, ...spanOptions(op, options, server, true, extras(options, first, waitedMs)))
 }
 
-/** The operations of requests, admitted by `admissions` when a limiter is on. */
-export const make = (admissions: Admissions | undefined, server: Server | undefined) => {
+/**
+ * The operations of requests, admitted by `admissions` when a limiter is on. `routes`: whether the span says the
+ * route a request took (`aifs.route`: the inference transport's bases; the gateway has one).
+ */
+export const make = (admissions: Admissions | undefined, server: Server | undefined, routes = true) => {
   /** The wait in the limiter's line, as the `aifs.limiter.wait` histogram counts it. */
   const waited = <A, E, R>(effect: Effect.Effect<A, E, R>, waitedMs: number) =>
     Effect.withFiberRuntime<A, E, R>((fiber) => {
@@ -122,7 +125,7 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
    * Runs the attempts of one request in its span. A caller waiting in the limiter's line holds its request and a
    * suspended fiber, not the span, retry and attempt machinery.
    */
-  const admitted = <A>(
+  const operation = <A>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
     run: (first: FirstAdmission) => Effect.Effect<A, ApiError>
@@ -131,7 +134,7 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
     if (invalid !== undefined) return Effect.dieMessage(`RequestOptions.${invalid} is not a duration`)
     if (admissions === undefined) {
       const first: FirstAdmission = { admission: undefined }
-      return traced(run(first), options, server, first)
+      return traced(run(first), options, server, routes ? first : undefined)
     }
     return admissions.first(
       request,
@@ -142,10 +145,10 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
   }
 
   /**
-   * `admitted` for a stream: the span covers the stream to its end. The first admission is kept by the stream's
+   * `operation` for a stream: the span covers the stream to its end. The first admission is kept by the stream's
    * scope until the stream's first attempt takes it.
    */
-  const admittedStream = <A>(
+  const operationStream = <A>(
     request: HttpClientRequest.HttpClientRequest,
     options: RequestOptions,
     run: (first: FirstAdmission) => Stream.Stream<A, ApiError>
@@ -154,7 +157,7 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
     if (invalid !== undefined) return Stream.dieMessage(`RequestOptions.${invalid} is not a duration`)
     if (admissions === undefined) {
       const first: FirstAdmission = { admission: undefined }
-      return tracedStream(run(first), options, server, first, undefined)
+      return tracedStream(run(first), options, server, routes ? first : undefined, undefined)
     }
     return Stream.unwrapScoped(
       admissions.first(request, options, refused, (first, waitedMs) =>
@@ -170,5 +173,8 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
     )
   }
 
-  return { admitted, admittedStream }
+  return { operation, operationStream }
 }
+
+/** The operations of a transport's requests: what `make` returns. */
+export type Operations = ReturnType<typeof make>
