@@ -66,11 +66,14 @@ export const make: Effect.Effect<
       admissions: undefined,
       learn: () => Effect.void,
       spent: () => Effect.void,
-      prepare: (request) => {
-        const base = HttpClientRequest.setHeaders(HttpClientRequest.prependUrl(request, config.url), headers)
+      prepare: (request, { timeout }, accept) => {
+        const base = HttpClientRequest.setHeaders(HttpClientRequest.prependUrl(request, config.url), {
+          ...headers,
+          accept
+        })
         const prepared = options.token === undefined ? base : HttpClientRequest.bearerToken(base, options.token)
         // one time limit, from sending to the whole answer (a first-byte limit no shorter is never set)
-        const total = options.timeout === undefined ? config.timeout : Duration.decode(options.timeout)
+        const total = timeout === undefined ? config.timeout : Duration.decode(timeout)
         return { prepared, endpoint: Transport.endpointOf(prepared), timeouts: { firstByte: total, total } }
       },
       send: (request, endpoint) =>

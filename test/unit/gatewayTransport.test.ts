@@ -7,7 +7,9 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
@@ -127,5 +129,17 @@ describe("the gateway's transport", () => {
       const timedOut = yield* Fiber.join(fiber)
       assert.strictEqual(timedOut._tag, "Timeout")
       assert.strictEqual(timedOut.message, "no complete response within 10s")
+    }))
+
+  it.effect("a time limit that is no duration is a defect naming the option, before the request or its refusal", () =>
+    Effect.gen(function*() {
+      const server = yield* recorder(() => ({ body: { ok: true } }))
+      const layer = transport(server.handler)
+      for (const path of ["/x", "https://elsewhere.example/x"]) {
+        const exit = yield* get(path, { timeout: "soon" as never }).pipe(Effect.provide(layer), Effect.exit)
+        assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause), path)
+        assert.include(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "", "RequestOptions.timeout is not a duration")
+      }
+      assert.strictEqual(yield* server.count, 0)
     }))
 })

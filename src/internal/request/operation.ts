@@ -1,7 +1,8 @@
 /**
  * A request as one operation: its span, opened when the first attempt leaves the limiter's line (a caller waiting
  * there holds no span), its metrics (`instruments.ts`), and its attempts, the first one admitted before anything else is built.
- * Every request of both transports gets its span here (`pipeline.ts`), named and annotated by `telemetry.ts`.
+ * Every request of both transports gets its span here (through `pipeline.ts`, or a refusal before any attempt),
+ * named and annotated by `telemetry.ts`.
  * @internal
  */
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -59,9 +60,9 @@ const extras = (options: RequestOptions, first: FirstAdmission | undefined, wait
 
 /**
  * `effect` in the operation's span (when the request names one), with `error.type` on failure and, for a model
- * operation, its duration. The one way every transport opens a span.
+ * operation, its duration.
  */
-export const traced = <A>(
+const traced = <A>(
   effect: Effect.Effect<A, ApiError>,
   options: RequestOptions,
   server: Server | undefined,
@@ -111,6 +112,8 @@ const tracedStream = <A>(
  * route a request took (`aifs.route`: the inference transport's bases; the gateway has one).
  */
 export const make = (admissions: Admissions | undefined, server: Server | undefined, routes = true) => {
+  /** The first admission as the span shows it: its route, unless the transport has one only. */
+  const shown = (first: FirstAdmission) => routes ? first : undefined
   /** The wait in the limiter's line, as the `aifs.limiter.wait` histogram counts it. */
   const waited = <A, E, R>(effect: Effect.Effect<A, E, R>, waitedMs: number) =>
     Effect.withFiberRuntime<A, E, R>((fiber) => {
@@ -134,13 +137,13 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
     if (invalid !== undefined) return Effect.dieMessage(`RequestOptions.${invalid} is not a duration`)
     if (admissions === undefined) {
       const first: FirstAdmission = { admission: undefined }
-      return traced(run(first), options, server, routes ? first : undefined)
+      return traced(run(first), options, server, shown(first))
     }
     return admissions.first(
       request,
       options,
       refused,
-      (first, waitedMs) => waited(traced(run(first), options, server, first, waitedMs), waitedMs)
+      (first, waitedMs) => waited(traced(run(first), options, server, shown(first), waitedMs), waitedMs)
     )
   }
 
@@ -157,7 +160,7 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
     if (invalid !== undefined) return Stream.dieMessage(`RequestOptions.${invalid} is not a duration`)
     if (admissions === undefined) {
       const first: FirstAdmission = { admission: undefined }
-      return tracedStream(run(first), options, server, routes ? first : undefined, undefined)
+      return tracedStream(run(first), options, server, shown(first), undefined)
     }
     return Stream.unwrapScoped(
       admissions.first(request, options, refused, (first, waitedMs) =>
@@ -167,7 +170,7 @@ export const make = (admissions: Admissions | undefined, server: Server | undefi
           first.admission = undefined
           return Effect.as(
             Effect.addFinalizer(() => Effect.suspend(() => kept.admission?.permit?.settle("unsent") ?? Effect.void)),
-            tracedStream(run(kept), options, server, kept, waitedMs)
+            tracedStream(run(kept), options, server, shown(kept), waitedMs)
           )
         })).pipe((effect) => waited(effect, waitedMs)))
     )

@@ -2,8 +2,9 @@
  * A request's steps, in the order a reader meets them (docs/architecture.md's glossary names each):
  *
  * 1. the **operation** (`operation.ts`): the request's span and metrics, opened once its first attempt is admitted;
- * 2. the **retries** (`retry.ts`): the policy's schedule over the attempts, unless the request says not to;
- * 3. the key's **renewal** (`credentials.ts`): a refused key read again from its source, the request sent once more;
+ * 2. the key's **renewal** (`credentials.ts`): after a 401, the key read again from its source and the retries below
+ *    run once more;
+ * 3. the **retries** (`retry.ts`): the policy's schedule over the attempts, unless the request says not to;
  * 4. each **attempt** (`attempt.ts`): its **admission** by the rate limiter (`admission.ts`), the exchange within its
  *    time limits (`deadline.ts`), its **settlement** with the limiter, and the reading of the answer.
  *
@@ -57,8 +58,8 @@ export const make = ({ attempt, operations, policy, renewing }: Steps) => {
     operations.operation(request, options, (first) => attempts(request, options, accept, read, first))
 
   /**
-   * One request whose answer is a stream: `open` makes its attempts (with `attempts`) and the stream of what they
-   * opened, in the operation's span to the stream's end.
+   * One request whose answer is a stream: `open` makes its attempts (with `attempts`, which end at the status line)
+   * and the stream of what they opened, read past the attempts' end: the operation's span covers it to its end.
    */
   const stream = <A>(
     request: HttpClientRequest.HttpClientRequest,
