@@ -294,6 +294,13 @@ describe("GatewayConfig: where the password goes", () => {
       2_000
     ])
     assert.strictEqual(Redacted.value(GatewayConfig.make({ username: "u", password: "plain" }).password), "plain")
+    // every slash at either end goes, none between
+    for (const [given, kept] of [["pipelines/mine//", "pipelines/mine"], ["///a/b/c", "a/b/c"]]) {
+      assert.strictEqual(
+        GatewayConfig.make({ username: "u", password: "p", queryPipelinePath: given }).queryPipelinePath,
+        kept
+      )
+    }
   })
 
   it.effect("AIFS_GATEWAY_URL must be an http(s) URL; blank is the default gateway", () =>
