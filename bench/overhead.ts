@@ -114,8 +114,11 @@ const measureEffect = (send: Effect.Effect<unknown, unknown>, count: number, wid
     }
   })
 
-/** The tracers of the traced rows: `@effect/opentelemetry`'s bridge, or `effect-aifs/otel`'s. */
-type Traced = "NodeSdk" | "effect-aifs/otel"
+/**
+ * The tracers of the traced rows: `@effect/opentelemetry`'s bridge, or `effect-aifs/otel`'s (as it comes, and with
+ * the HTTP spans' header attributes it leaves out by default).
+ */
+type Traced = "NodeSdk" | "effect-aifs/otel" | "effect-aifs/otel, httpHeaders"
 
 export const run = async (): Promise<Report> => {
   const { AifsOtel, Chat, Node } = await published()
@@ -171,7 +174,8 @@ export const run = async (): Promise<Report> => {
     })
     const tracers: Record<Traced, Layer.Layer<Resource.Resource>> = {
       NodeSdk: NodeSdk.layer(configuration),
-      "effect-aifs/otel": AifsOtel!.layer(configuration)
+      "effect-aifs/otel": AifsOtel!.layer(configuration),
+      "effect-aifs/otel, httpHeaders": AifsOtel!.layer(configuration, { httpHeaders: true })
     }
     const ourRow = (
       options: Omit<Parameters<typeof Node.layer>[0], "apiKey" | "baseUrl"> & { traced?: Traced },
@@ -201,6 +205,10 @@ export const run = async (): Promise<Report> => {
       "effect-aifs (defaults, effect-aifs/otel)": {
         rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
         traced: "effect-aifs/otel"
+      },
+      "effect-aifs (defaults, effect-aifs/otel, httpHeaders)": {
+        rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
+        traced: "effect-aifs/otel, httpHeaders"
       }
     } as const
     // the stack this client is built on, alone: @effect/platform's HttpClient over undici, the JSON parsed, nothing
@@ -314,6 +322,7 @@ export const run = async (): Promise<Report> => {
     "effect-aifs (defaults)",
     "effect-aifs (defaults, OpenTelemetry)",
     "effect-aifs (defaults, effect-aifs/otel)",
+    "effect-aifs (defaults, effect-aifs/otel, httpHeaders)",
     ...(baseline === undefined ? [] : ["effect-aifs (baseline)", "effect-aifs (defaults, baseline)"]),
     "openai",
     "@effect/platform HttpClient",
@@ -359,6 +368,11 @@ export const run = async (): Promise<Report> => {
   }
   const pairedOurs = medianRatio("effect-aifs (defaults, effect-aifs/otel)", "effect-aifs (defaults)", (m) => m.rps)
   const cpuOurs = medianRatio("effect-aifs (defaults)", "effect-aifs (defaults, effect-aifs/otel)", (m) => m.cpuUs)
+  const pairedHeaders = medianRatio(
+    "effect-aifs (defaults, effect-aifs/otel)",
+    "effect-aifs (defaults, effect-aifs/otel, httpHeaders)",
+    (m) => m.rps
+  )
   const cpuBridge = medianRatio("effect-aifs (defaults)", "effect-aifs (defaults, OpenTelemetry)", (m) => m.cpuUs)
   const ratioRow = (
     name: string,
@@ -377,6 +391,7 @@ export const run = async (): Promise<Report> => {
       ratioRow("the same, the median of each round's own ratio", pairedOurs),
       ratioRow("the same, requests per CPU-second (CPU µs per request untraced / traced)", cpuOurs),
       ratioRow("effect-aifs (defaults, OpenTelemetry), requests per CPU-second / untraced", cpuBridge),
+      ratioRow("effect-aifs/otel without the header attributes / with them (httpHeaders), paired", pairedHeaders),
       ratioRow("effect-aifs / openai", ratio("effect-aifs", "openai")),
       ratioRow("effect-aifs / @effect/platform HttpClient", bareVsPlatform),
       ratioRow("effect-aifs (defaults) / @effect/platform HttpClient", defaultsVsPlatform),
@@ -425,7 +440,7 @@ export const run = async (): Promise<Report> => {
       `limiter on, retries on) and the model's limits set far above the load (an unknown plan would be probed), ` +
       `and the same with \`@effect/opentelemetry\`'s \`NodeSdk\` batching every span to an exporter that drops ` +
       `them, and with \`effect-aifs/otel\`'s \`layer\` (the same configuration, its tracer in place of the ` +
-      `bridge's); openai: \`maxRetries: 0\`, global \`fetch\`; raw undici: ` +
+      `bridge's; as it comes, and with \`httpHeaders: true\`, which keeps the HTTP spans' header attributes); openai: \`maxRetries: 0\`, global \`fetch\`; raw undici: ` +
       `\`undici.request\` + \`body.json()\` (no validation); @effect/platform HttpClient: its \`HttpClient\` over ` +
       `undici (\`NodeHttpClient.layerUndici\`, as the Node layer uses), \`response.json\`, nothing else. All in one process, server included, so the server's ` +
       `cost is in every figure alike.`,

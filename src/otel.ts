@@ -2,7 +2,7 @@
  * Traces through the OpenTelemetry SDK without the bridge's per-step cost, and with array attributes as arrays:
  * `layer` takes `NodeSdk.layer`'s configuration and sets an Effect tracer of its own in place of
  * `@effect/opentelemetry`'s. The spans are the same (names, kinds, parents, links, events, status, the exception
- * of a failure); two things differ:
+ * of a failure); three things differ:
  *
  * - an attribute that is an array of strings, numbers or booleans reaches the exporter as that array, as the
  *   conventions define `gen_ai.response.finish_reasons` and `gen_ai.request.stop_sequences` (the bridge, 0.64,
@@ -11,7 +11,10 @@
  *   each step (0.2 to 0.3 µs a step, paid even when no context manager is registered): so that code outside Effect,
  *   an auto-instrumented library called inside a span, finds it as its parent. Here that code sees whatever context
  *   was active when the fiber started; Effect's spans, the client's and `@effect/platform`'s HTTP client spans (and
- *   the `traceparent` header it sends) keep their parents as before.
+ *   the `traceparent` header it sends) keep their parents as before;
+ * - the HTTP client span's `http.request.header.*` and `http.response.header.*` attributes (one per header, a dozen a
+ *   request: `@effect/platform` sets them all) are left out unless `httpHeaders: true`: OpenTelemetry's HTTP
+ *   conventions make them opt-in, and each costs a write to the span.
  *
  * A span with no Effect parent takes OpenTelemetry's active span, if any, as its parent (a request handler's span
  * of an instrumented server, say); `Effect.withParentSpan` with `Tracer.externalSpan` (or `@effect/opentelemetry`'s
@@ -143,6 +146,24 @@ const parentOf = (parent: Option.Option<Tracer.AnySpan>, root: boolean) => {
 
 const ok = { code: Otel.SpanStatusCode.OK }
 
+/**
+ * What the tracer records beyond the conventions' defaults.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export interface Options {
+  /**
+   * Whether `@effect/platform`'s HTTP client spans keep their `http.request.header.<name>` and
+   * `http.response.header.<name>` attributes (opt-in in OpenTelemetry's HTTP conventions; default false).
+   */
+  readonly httpHeaders?: boolean | undefined
+}
+
+/** Whether an attribute is one of a request's or response's headers (opt-in in OpenTelemetry's HTTP conventions). */
+const isHeader = (key: string): boolean =>
+  key.startsWith("http.request.header.") || key.startsWith("http.response.header.")
+
 /** The status of an ended span (OK, as the bridge sets it, unless it failed), and the exception of a failure. */
 const endWith = (span: Otel.Span, exit: Exit.Exit<unknown, unknown>, time: Otel.HrTime): void => {
   if (Exit.isSuccess(exit)) {
@@ -180,7 +201,8 @@ class SdkSpan implements Tracer.Span {
     readonly context: Context.Context<never>,
     readonly links: Array<Tracer.SpanLink>,
     startTime: bigint,
-    readonly kind: Tracer.SpanKind
+    readonly kind: Tracer.SpanKind,
+    readonly httpHeaders: boolean
   ) {
     const ids = span.spanContext()
     this.spanId = ids.spanId
@@ -190,8 +212,9 @@ class SdkSpan implements Tracer.Span {
   }
 
   attribute(key: string, value: unknown): void {
-    this.span.setAttribute(key, attributeValue(value))
     this.attributes.set(key, value)
+    if (!this.httpHeaders && isHeader(key)) return
+    this.span.setAttribute(key, attributeValue(value))
   }
 
   event(name: string, startTime: bigint, attributes?: Record<string, unknown>): void {
@@ -217,8 +240,9 @@ class SdkSpan implements Tracer.Span {
  * @since 0.5.0
  * @category constructors
  */
-export const make = (tracer: Otel.Tracer): Tracer.Tracer =>
-  Tracer.make({
+export const make = (tracer: Otel.Tracer, options: Options = {}): Tracer.Tracer => {
+  const httpHeaders = options.httpHeaders === true
+  return Tracer.make({
     span(name, effectParent, context, links, startTime, kind, options) {
       const { context: otelContext, parent } = parentOf(effectParent, options?.root === true)
       const span = tracer.startSpan(name, {
@@ -228,10 +252,11 @@ export const make = (tracer: Otel.Tracer): Tracer.Tracer =>
         // given at the start too, so that a sampler can read them
         ...(options?.attributes === undefined ? {} : { attributes: attributesOf(options.attributes) })
       }, otelContext)
-      return new SdkSpan(span, name, parent, context, links.slice(), startTime, kind)
+      return new SdkSpan(span, name, parent, context, links.slice(), startTime, kind, httpHeaders)
     },
     context: (execute) => execute()
   })
+}
 
 /**
  * Sets the tracer of `make` over the OpenTelemetry tracer in context (`@effect/opentelemetry`'s `OtelTracer`, as
@@ -241,18 +266,29 @@ export const make = (tracer: Otel.Tracer): Tracer.Tracer =>
  * @since 0.5.0
  * @category layers
  */
-export const layerWithoutOtelTracer: Layer.Layer<never, never, OtelTracer.OtelTracer> = Layer.unwrapEffect(
-  Effect.map(OtelTracer.OtelTracer, (tracer) => Layer.setTracer(make(tracer)))
-)
+export const layerWithoutOtelTracerWith = (options: Options): Layer.Layer<never, never, OtelTracer.OtelTracer> =>
+  Layer.unwrapEffect(Effect.map(OtelTracer.OtelTracer, (tracer) => Layer.setTracer(make(tracer, options))))
 
 /**
- * `NodeSdk.layer` with this tracer: the same configuration, the same tracer provider (a `NodeTracerProvider` of
- * the span processors, flushed and shut down with the layer), metrics and logs through `NodeSdk` as before.
+ * `layerWithoutOtelTracerWith` with the conventions' defaults.
  *
  * @since 0.5.0
  * @category layers
  */
-export const layer = (evaluate: LazyArg<NodeSdk.Configuration>): Layer.Layer<Resource.Resource> =>
+export const layerWithoutOtelTracer: Layer.Layer<never, never, OtelTracer.OtelTracer> = layerWithoutOtelTracerWith({})
+
+/**
+ * `NodeSdk.layer` with this tracer: the same configuration, the same tracer provider (a `NodeTracerProvider` of
+ * the span processors, flushed and shut down with the layer), metrics and logs through `NodeSdk` as before; `options`
+ * for what it records beyond the conventions' defaults.
+ *
+ * @since 0.5.0
+ * @category layers
+ */
+export const layer = (
+  evaluate: LazyArg<NodeSdk.Configuration>,
+  options: Options = {}
+): Layer.Layer<Resource.Resource> =>
   Layer.unwrapEffect(Effect.sync(() => {
     const { spanProcessor, ...rest } = evaluate()
     const sdk = NodeSdk.layer(() => rest)
@@ -262,6 +298,9 @@ export const layer = (evaluate: LazyArg<NodeSdk.Configuration>): Layer.Layer<Res
       ...rest.tracerConfig,
       shutdownTimeout: rest.shutdownTimeout
     })
-    const tracing = layerWithoutOtelTracer.pipe(Layer.provide(OtelTracer.layerTracer), Layer.provide(provider))
+    const tracing = layerWithoutOtelTracerWith(options).pipe(
+      Layer.provide(OtelTracer.layerTracer),
+      Layer.provide(provider)
+    )
     return Layer.provideMerge(tracing, sdk)
   }))

@@ -241,10 +241,11 @@ const onRedis = (
   client: Link.Client,
   subscriber: Subscriber,
   options: Options & { readonly prefix: string; readonly name: string }
-): LimiterStore.LimiterStore.Service => {
+): Required<LimiterStore.LimiterStore.Service> => {
   const timeoutMs = Duration.toMillis(Duration.decode(options.timeout ?? defaultTimeout))
   const learntKey = (bucket: string) => `${tagOf(options.prefix, bucket)}:learnt`
   const spendKey = (key: string, month: string) => `${tagOf(options.prefix, `spend:${key}`)}:${month}`
+  const windowsKey = (key: string) => `${tagOf(options.prefix, `windows:${key}`)}:windows`
   const unavailable = (operation: string, cause: unknown) =>
     new LimiterUnavailable({
       message: `the limiter store (${options.name}) failed to ${operation}: ${
@@ -312,12 +313,22 @@ const onRedis = (
         for (const field of spendFields) multi.hincrbyfloat(hash, `${model}\u0000${field}`, spent[field])
         return multi.expire(hash, spendLifetimeSeconds).exec()
       })),
-    spendOf: (key, month) => Effect.map(send("read the spend", () => client.hgetall(spendKey(key, month))), spendFrom)
+    spendOf: (key, month) => Effect.map(send("read the spend", () => client.hgetall(spendKey(key, month))), spendFrom),
+    windowsOf: (key) =>
+      Effect.map(
+        send("read the context windows", () => client.get(windowsKey(key))),
+        (text) => text === null ? undefined : LimiterStore.decodeWindows(text)
+      ),
+    keepWindows: (key, windows) =>
+      Effect.asVoid(
+        send("keep the context windows", () =>
+          client.set(windowsKey(key), JSON.stringify(windows), "EX", LimiterStore.learntLifetimeSeconds))
+      )
   }
 }
 
 /** What a key's month hash holds of each model. */
-const spendFields = ["requests", "input", "output", "cached", "cost"] as const
+const spendFields = ["requests", "input", "output", "cached", "written", "cost"] as const
 
 /** A month's spend is kept 40 days: long enough for its month's reports, gone before a year's keys pile up. */
 const spendLifetimeSeconds = 40 * 24 * 3600
@@ -417,7 +428,7 @@ const fallbackSwitch = (name: string, retryAfterMs: number, outage: ReturnType<t
  * `outageWakeUps`).
  */
 const withFallback = (
-  redis: LimiterStore.LimiterStore.Service,
+  redis: Required<LimiterStore.LimiterStore.Service>,
   memory: LimiterStore.LimiterStore.Infallible,
   name: string,
   retryAfter: Duration.DurationInput | undefined
@@ -464,7 +475,10 @@ const withFallback = (
     // in an outage, what is spent is counted in memory (and the store misses it): the meter says so with the rest
     addSpend: (key, month, model, spent) =>
       either(redis.addSpend(key, month, model, spent), memory.addSpend(key, month, model, spent)),
-    spendOf: (key, month) => either(redis.spendOf(key, month), memory.spendOf(key, month))
+    spendOf: (key, month) => either(redis.spendOf(key, month), memory.spendOf(key, month)),
+    // the memory store keeps none: in an outage, a process lists the models for itself
+    windowsOf: (key) => either(redis.windowsOf(key), Effect.succeed(undefined)),
+    keepWindows: (key, windows) => either(redis.keepWindows(key, windows), Effect.void)
   }
   return { store, lost: outage.lost }
 }

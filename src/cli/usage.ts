@@ -1,5 +1,6 @@
 /**
- * `aifs usage`: what the configured key spent this calendar month, per model (requests, tokens in, cached, out, and
+ * `aifs usage`: what the configured key spent this calendar month, per model (requests, tokens in with those read
+ * from and written to the prompt cache, out, and
  * the cost by its plan's prices), as the limiter's store keeps it for every process and run (Redis when
  * `AIFS_LIMITER_REDIS_URL` is set, else the cache directory), and the budget left when `AIFS_BUDGET` is set.
  *
@@ -15,12 +16,19 @@ import * as ClientConfig from "../layers/ClientConfig.js"
 import * as RateLimiter from "../layers/RateLimiter.js"
 import { client } from "./environment.js"
 
-/** One model's month as a line: model, requests, tokens in (cached), out, cost. */
+/** Of the tokens in, those read from and written to the prompt cache, when there are any. */
+const cacheOf = (t: RateLimiter.SpendTally): string => {
+  const parts = [t.cached > 0 ? `${t.cached} cached` : "", t.written > 0 ? `${t.written} written to the cache` : ""]
+  const said = parts.filter((part) => part !== "")
+  return said.length === 0 ? "" : ` (${said.join(", ")})`
+}
+
+/** One model's month as a line: model, requests, tokens in (cached, written to the cache), out, cost. */
 const line = (model: string, t: RateLimiter.SpendTally, priced: boolean): string =>
   [
     model,
     `${t.requests} requests`,
-    `${t.input} in${t.cached > 0 ? ` (${t.cached} cached)` : ""}, ${t.output} out`,
+    `${t.input} in${cacheOf(t)}, ${t.output} out`,
     priced ? Spend.format(t.cost) : "no price"
   ].join("\t")
 

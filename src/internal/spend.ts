@@ -8,11 +8,15 @@ import * as Plans from "./plans.js"
 /** The currency of the plans' prices (the portal shows "€ / M Tokens"). */
 export const currency = "EUR"
 
-/** Prices per million tokens: input, output, and cached input where the price differs (else the input price). */
+/**
+ * Prices per million tokens: input, output, and where the price differs from the input price (which they take
+ * otherwise) input read from the prompt cache and input written to it.
+ */
 export interface Prices {
   readonly input: number
   readonly output: number
   readonly cachedInput?: number | undefined
+  readonly cacheWrite?: number | undefined
 }
 
 /** What one or more answered requests used and cost. */
@@ -22,12 +26,14 @@ export interface Tally {
   readonly output: number
   /** Of `input`, the tokens read from the prompt cache. */
   readonly cached: number
+  /** Of `input`, the tokens written to the prompt cache. */
+  readonly written: number
   /** In `currency`. */
   readonly cost: number
 }
 
 /** Nothing yet. */
-export const empty: Tally = { requests: 0, input: 0, output: 0, cached: 0, cost: 0 }
+export const empty: Tally = { requests: 0, input: 0, output: 0, cached: 0, written: 0, cost: 0 }
 
 /** Two tallies together. */
 export const add = (a: Tally, b: Tally): Tally => ({
@@ -35,6 +41,7 @@ export const add = (a: Tally, b: Tally): Tally => ({
   input: a.input + b.input,
   output: a.output + b.output,
   cached: a.cached + b.cached,
+  written: a.written + b.written,
   cost: a.cost + b.cost
 })
 
@@ -62,13 +69,20 @@ export const pricesOf = (
 
 const samePrices = (a: Prices, b: Prices): boolean => a.input === b.input && a.output === b.output
 
-/** A request's usage (input includes the cached tokens) at `prices`, in `currency`. */
+/** A request's usage at `prices`, in `currency`: its input includes the tokens read from and written to the cache. */
 export const costOf = (
   prices: Prices,
-  usage: { readonly input: number; readonly output: number; readonly cached?: number | undefined }
+  usage: {
+    readonly input: number
+    readonly output: number
+    readonly cached?: number | undefined
+    readonly written?: number | undefined
+  }
 ): number => {
   const cached = Math.min(usage.cached ?? 0, usage.input)
-  const input = (usage.input - cached) * prices.input + cached * (prices.cachedInput ?? prices.input)
+  const written = Math.min(usage.written ?? 0, usage.input - cached)
+  const input = (usage.input - cached - written) * prices.input + cached * (prices.cachedInput ?? prices.input) +
+    written * (prices.cacheWrite ?? prices.input)
   return (input + usage.output * prices.output) / 1_000_000
 }
 

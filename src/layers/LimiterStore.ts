@@ -104,7 +104,18 @@ export type ServerCount = Store.ServerCount
  */
 export type LearntLimits = Store.LearntLimits
 
-const count = Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
+/**
+ * Context windows in tokens by model, as a key's `/models` listing gave them (`max_sequence_length`), kept so that
+ * every process on the store, and the next run, need not list the models again.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export type ContextWindows = Store.ContextWindows
+
+const positive = Schema.Number.pipe(Schema.int(), Schema.positive())
+
+const count = Schema.optional(positive)
 
 /** Learnt limits as kept: whole positive numbers, each optional. */
 const learntFields = { requests: count, input: count, output: count, tokens: count }
@@ -119,6 +130,17 @@ const LearntLimitsJson = Schema.parseJson(Schema.Struct(learntFields))
  */
 export const decodeLearnt = (text: string): LearntLimits | undefined =>
   Option.getOrUndefined(Schema.decodeUnknownOption(LearntLimitsJson)(text))
+
+const ContextWindowsJson = Schema.parseJson(Schema.Record({ key: Schema.String, value: positive }))
+
+/**
+ * Context windows from their JSON text (what a shared store keeps), or undefined when the text is not such windows.
+ *
+ * @since 0.5.0
+ * @category learnt limits
+ */
+export const decodeWindows = (text: string): ContextWindows | undefined =>
+  Option.getOrUndefined(Schema.decodeUnknownOption(ContextWindowsJson)(text))
 
 /**
  * How long a shared store keeps learnt limits that nobody confirms (30 days): a plan changes, a key is retired.
@@ -193,8 +215,8 @@ export declare namespace LimiterStore {
    */
   export type Infallible =
     & {
-      readonly [K in keyof Service]: Service[K] extends (...args: infer P) => Effect.Effect<infer A, infer _E>
-        ? (...args: P) => Effect.Effect<A>
+      readonly [K in keyof Service]: NonNullable<Service[K]> extends
+        (...args: infer P) => Effect.Effect<infer A, infer _E> ? (...args: P) => Effect.Effect<A>
         : never
     }
     & {
@@ -520,6 +542,8 @@ interface Cache {
   readonly warned: Set<string>
   /** The spend files (by key and month) read into memory. */
   readonly spendRead: Set<string>
+  /** The context windows read or kept, by key. */
+  readonly windows: Map<string, Store.ContextWindows>
 }
 
 const warnOnce = (cache: Cache, file: string, what: string, topic = "learnt limits") =>
@@ -582,26 +606,85 @@ const learntIn = (cache: Cache, bucket: string) =>
 /** Keeps the bucket's limits in memory and in its key's file (a whole file or none; a failure costs one warning). */
 const keepIn = (cache: Cache, bucket: string, limits: LearntLimits) =>
   Effect.gen(function*() {
-    const { fs } = cache
     yield* cache.memory.keepLearnt(bucket, limits)
     const { file, model } = where(cache, bucket)
     const learntAt = yield* Clock.currentTimeMillis
     const models = { ...(yield* load(cache, file)), [model]: { ...limits, learntAt } }
     cache.files.set(file, models)
-    const text = JSON.stringify({ version: 2, models } satisfies CacheFile, null, 2)
-    // written aside, then renamed over the old one
+    yield* writeWhole(cache, file, JSON.stringify({ version: 2, models } satisfies CacheFile, null, 2))
+  })
+
+/** Writes `text` as the whole of `file`: aside, then renamed over the old one (a failure costs one warning). */
+const writeWhole = (cache: Cache, file: string, text: string, topic?: string) =>
+  Effect.suspend(() => {
+    const { fs } = cache
     const aside = `${file}.${crypto.randomUUID()}.tmp`
-    yield* fs.makeDirectory(cache.directory, { recursive: true }).pipe(
+    return fs.makeDirectory(cache.directory, { recursive: true }).pipe(
       Effect.zipRight(fs.writeFileString(aside, text)),
       Effect.zipRight(fs.rename(aside, file)),
       Effect.catchAll((error) =>
         Effect.zipRight(
           Effect.ignore(fs.remove(aside)),
-          warnOnce(cache, `${file} (write)`, `cannot keep them in ${file}: ${error.message}`)
+          warnOnce(cache, `${file} (write)`, `cannot keep them in ${file}: ${error.message}`, topic)
         )
       ),
       cache.writing.withPermits(1)
     )
+  })
+
+/** The context windows of a key's listing, as kept: when, and each model's. */
+const WindowsFile = Schema.parseJson(Schema.Struct({
+  version: Schema.Literal(1),
+  keptAt: Schema.Number,
+  models: Schema.Record({ key: Schema.String, value: positive })
+}))
+
+/** The key's windows file (named by the key's fingerprint, never the key). */
+const windowsFile = (cache: Cache, key: string) =>
+  cache.path.join(cache.directory, `windows-${key.replace(/[^A-Za-z0-9_-]/g, "")}.json`)
+
+/**
+ * The windows kept for the key: in memory, else in its file while younger than the store's lifetime (missing:
+ * none; a file that is no such windows: none, with one warning).
+ */
+const windowsIn = (cache: Cache, key: string): Effect.Effect<Store.ContextWindows | undefined> =>
+  Effect.suspend(() => {
+    const known = cache.windows.get(key)
+    if (known !== undefined) return Effect.succeed(known)
+    const file = windowsFile(cache, key)
+    return cache.fs.readFileString(file).pipe(
+      Effect.flatMap(Schema.decode(WindowsFile)),
+      Effect.flatMap(({ keptAt, models }) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          if (now - keptAt > learntLifetimeSeconds * 1000) return undefined
+          cache.windows.set(key, models)
+          return models
+        })
+      ),
+      Effect.catchAll((error) =>
+        error._tag === "SystemError" && error.reason === "NotFound"
+          ? Effect.succeed(undefined)
+          : Effect.as(
+            warnOnce(
+              cache,
+              file,
+              error._tag === "ParseError"
+                ? `ignoring ${file}: it is not a file of context windows`
+                : `cannot read ${file}: ${error.message}`,
+              "context windows"
+            ),
+            undefined
+          )
+      )
+    )
+  })
+
+/** Keeps the key's windows in memory and as its whole file. */
+const keepWindowsIn = (cache: Cache, key: string, models: Store.ContextWindows) =>
+  Effect.flatMap(Clock.currentTimeMillis, (keptAt) => {
+    cache.windows.set(key, models)
+    const text = JSON.stringify({ version: 1, keptAt, models } satisfies typeof WindowsFile.Type, null, 2)
+    return writeWhole(cache, windowsFile(cache, key), text, "context windows")
   })
 
 /** One answered request's spend, as a line of a key's month file. */
@@ -611,6 +694,8 @@ const SpendLine = Schema.parseJson(Schema.Struct({
   input: Schema.Number,
   output: Schema.Number,
   cached: Schema.Number,
+  // lines written before cache writes were counted have none
+  written: Schema.optionalWith(Schema.Number, { default: () => 0 }),
   cost: Schema.Number
 }))
 
@@ -692,14 +777,17 @@ export const layerMemoryCached = (
         files: new Map(),
         writing: yield* Effect.makeSemaphore(1),
         warned: new Set(),
-        spendRead: new Set()
+        spendRead: new Set(),
+        windows: new Map()
       }
       return {
         ...cache.memory,
         learnt: (bucket) => learntIn(cache, bucket),
         keepLearnt: (bucket, limits) => keepIn(cache, bucket, limits),
         addSpend: (key, month, model, spent) => addSpendIn(cache, key, month, model, spent),
-        spendOf: (key, month) => Effect.zipRight(readSpend(cache, key, month), cache.memory.spendOf(key, month))
+        spendOf: (key, month) => Effect.zipRight(readSpend(cache, key, month), cache.memory.spendOf(key, month)),
+        windowsOf: (key) => windowsIn(cache, key),
+        keepWindows: (key, windows) => keepWindowsIn(cache, key, windows)
       } satisfies LimiterStore.Infallible
     })
   )

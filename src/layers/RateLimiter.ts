@@ -137,7 +137,8 @@ export type Refusal = Types.Refusal
 export type Spending = Types.Spending
 
 /**
- * Prices per million tokens of a model (`Options.prices`): input, output, and cached input where it differs.
+ * Prices per million tokens of a model (`Options.prices`): input, output, and where they differ from the input price,
+ * input read from the prompt cache (`cachedInput`) and written to it (`cacheWrite`).
  *
  * @since 0.5.0
  * @category models
@@ -145,8 +146,9 @@ export type Spending = Types.Spending
 export type Prices = Spend.Prices
 
 /**
- * What answered requests used and cost: requests, input tokens (cached ones included), output tokens, cached input
- * tokens, and the cost in the plans' currency.
+ * What answered requests used and cost: requests, input tokens (those read from and written to the prompt cache
+ * included), output tokens, the input tokens read from the cache (`cached`) and written to it (`written`), and the cost
+ * in the plans' currency.
  *
  * @since 0.5.0
  * @category models
@@ -316,6 +318,7 @@ export const layerDisabled: Layer.Layer<RateLimiter> = Layer.succeed(RateLimiter
   learn: () => Effect.void,
   learnModels: () => Effect.void,
   learnWindows: () => Effect.void,
+  recallWindows: () => Effect.succeed(false),
   needsWindow: () => false,
   snapshot: Effect.succeed([]),
   changes: Stream.make([]),

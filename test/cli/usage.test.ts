@@ -5,9 +5,12 @@
  */
 import { assert, describe, inject, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Emulator from "../../src/emulator/Emulator.js"
+import { fingerprint } from "../../src/internal/redact.js"
+import * as Spend from "../../src/internal/spend.js"
 import type * as RateLimiter from "../../src/layers/RateLimiter.js"
 import { aifs } from "../helpers/cli.js"
 import { tempDir } from "../helpers/tempDir.js"
@@ -73,6 +76,27 @@ describe("aifs usage", { timeout: 90_000 }, () => {
       assert.match(lines[0]!, /^tier standard4000, key key#[0-9a-f]{8}$/)
       assert.match(lines[1]!, /^Llama-3\.3-70B-Instruct\t2 requests\t\d+ in, \d+ out\t[\d.]+ EUR$/)
       assert.match(lines[2]!, /^total [\d.]+ EUR this month \(\d{4}-\d{2}\); budget 10\.00 EUR, [\d.]+ EUR left$/)
+    }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
+
+  it.scopedLive("a model's tokens read from and written to the prompt cache are on its line", () =>
+    Effect.gen(function*() {
+      const emulator = yield* Emulator.Emulator
+      const dir = yield* tempDir("aifs-usage-")
+      // what an earlier run kept: a Claude model's prompt written to the cache, then read from it
+      const key = fingerprint(Redacted.make(emulator.keyFor("standard4000")!)).replace(/[^A-Za-z0-9_-]/g, "")
+      const spent = { requests: 2, input: 900, output: 40, cached: 400, written: 410, cost: 0.01 }
+      fs.writeFileSync(
+        path.join(dir, `spend-${key}-${Spend.monthOf(Date.now())}.jsonl`),
+        `${JSON.stringify({ model: "claude-sonnet-4.5", ...spent })}\n`
+      )
+      const text = yield* aifs(["usage"], { AIFS_BASE_URL: emulator.baseUrl, AIFS_CACHE_DIR: dir })
+      assert.strictEqual(text.code, 0, text.stderr)
+      assert.include(
+        text.stdout,
+        "claude-sonnet-4.5\t2 requests\t900 in (400 cached, 410 written to the cache), 40 out\t0.01 EUR\n"
+      )
+      const json = yield* aifs(["usage", "--json"], { AIFS_BASE_URL: emulator.baseUrl, AIFS_CACHE_DIR: dir })
+      assert.deepStrictEqual((JSON.parse(json.stdout) as Usage).models["claude-sonnet-4.5"], spent)
     }).pipe(Effect.provide(Emulator.layer({ port: 0 }))))
 
   it.scopedLive("AIFS_CACHE_DIR unset: the command keeps it in the user's cache ($XDG_CACHE_HOME); empty: nowhere", () =>

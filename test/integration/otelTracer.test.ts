@@ -16,6 +16,10 @@ import { ask } from "../helpers/emulator.js"
 
 const SpanKindClient = 2
 
+/** The names of a span's header attributes. */
+const headerAttributes = (span: ReadableSpan) =>
+  Object.keys(span.attributes).filter((key) => /^http\.(request|response)\.header\./.test(key))
+
 const named = (spans: InMemorySpanExporter, name: string): ReadableSpan => {
   const found = spans.getFinishedSpans().filter((span) => span.name === name)
   assert.strictEqual(found.length, 1, `one span named ${name}, among ${spans.getFinishedSpans().map((s) => s.name)}`)
@@ -61,11 +65,36 @@ describe("effect-aifs/otel: a chat call's spans at an in-memory exporter", () =>
         assert.strictEqual(http?.attributes["http.response.status_code"], 200)
         const traces = new Set([app, chat, http!].map((span) => span.spanContext().traceId))
         assert.strictEqual(traces.size, 1)
+        // the headers, opt-in in the HTTP conventions, are not written to the span
+        assert.deepStrictEqual(headerAttributes(http!), [])
+        assert.include(Object.keys(http!.attributes), "url.full")
       }))
   })
 })
 
-describe("@effect/opentelemetry's NodeSdk.layer, for contrast: the same call's arrays as JSON text", () => {
+describe("effect-aifs/otel with httpHeaders: true", () => {
+  const spans = new InMemorySpanExporter()
+  const traced = Layer.provideMerge(
+    Testing.layerEmulator({ client: { maxRetries: 0 } }),
+    AifsOtel.layer(configuration(spans), { httpHeaders: true })
+  )
+  layer(traced)((it) => {
+    it.effect("the HTTP span carries each request and response header, the key redacted", () =>
+      Effect.gen(function*() {
+        yield* tracedCall
+        const chat = named(spans, "chat Llama-3.3-70B-Instruct")
+        const http = spans.getFinishedSpans().find((s) => s.parentSpanContext?.spanId === chat.spanContext().spanId)!
+        assert.includeMembers(headerAttributes(http), [
+          "http.request.header.authorization",
+          "http.request.header.content-type",
+          "http.response.header.content-type"
+        ])
+        assert.strictEqual(http.attributes["http.request.header.authorization"], "<redacted>")
+      }))
+  })
+})
+
+describe("@effect/opentelemetry's NodeSdk.layer, for contrast: the same call's arrays as JSON text, its headers", () => {
   const spans = new InMemorySpanExporter()
   const traced = Layer.provideMerge(
     Testing.layerEmulator({ client: { maxRetries: 0 } }),
@@ -79,6 +108,9 @@ describe("@effect/opentelemetry's NodeSdk.layer, for contrast: the same call's a
         // if this ever fails, the bridge writes arrays as arrays: docs/observability.md should say so
         assert.strictEqual(chat.attributes["gen_ai.response.finish_reasons"], "[\n  \"length\"\n]")
         assert.strictEqual(chat.parentSpanContext?.spanId, named(spans, "handle request").spanContext().spanId)
+        // and every header on the HTTP span
+        const http = spans.getFinishedSpans().find((s) => s.parentSpanContext?.spanId === chat.spanContext().spanId)!
+        assert.include(headerAttributes(http), "http.request.header.authorization")
       }))
   })
 })

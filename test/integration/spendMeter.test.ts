@@ -33,6 +33,18 @@ const spending = Effect.gen(function*() {
   return yield* limiter.spending(fingerprint(config.apiKey))
 })
 
+/** A question to Claude after a long system prompt marked for the prompt cache. */
+const ask = (question: string) =>
+  Effect.flatMap(Chat.Chat, (chat) =>
+    chat.create({
+      model: claude,
+      messages: [
+        { role: "system", content: [{ type: "text", text: words(400), cache_control: { type: "ephemeral" } }] },
+        { role: "user", content: question }
+      ],
+      max_tokens: 20
+    }))
+
 const client = (budget: number | undefined) =>
   Testing.layerEmulator({
     tier: "basic",
@@ -138,18 +150,8 @@ describe("the spend meter", () => {
       assert.strictEqual(warnings.length, 1, "once")
     }).pipe(Effect.provide(client(1.2 * embedCost))))
 
-  it.effect("a Claude prompt read from the prompt cache: its cached tokens on the month, at the input price the table gives", () =>
+  it.effect("a Claude prompt read from the prompt cache: its cached and written tokens on the month, at the input price the table gives", () =>
     Effect.gen(function*() {
-      const chat = yield* Chat.Chat
-      const ask = (question: string) =>
-        chat.create({
-          model: claude,
-          messages: [
-            { role: "system", content: [{ type: "text", text: words(400), cache_control: { type: "ephemeral" } }] },
-            { role: "user", content: question }
-          ],
-          max_tokens: 20
-        })
       const first = yield* ask("What does clause 4 say?")
       const second = yield* ask("And clause 5?")
       const read = second.usage?.cacheReadTokens ?? 0
@@ -157,7 +159,10 @@ describe("the spend meter", () => {
       const spent = (yield* spending).models[claude]!
       const input = first.usage!.prompt_tokens + second.usage!.prompt_tokens
       const output = (first.usage!.completion_tokens ?? 0) + (second.usage!.completion_tokens ?? 0)
-      assert.deepInclude(spent, { requests: 2, input, output, cached: read })
+      const written = first.usage?.cacheWriteTokens ?? 0
+      assert.isAbove(written, 400)
+      assert.strictEqual(second.usage?.cacheWriteTokens, 0)
+      assert.deepInclude(spent, { requests: 2, input, output, cached: read, written })
       // the plans' tables give no cached price: cached input costs what input costs
       const prices = Spend.pricesOf("standard4000", claude, undefined)!
       assert.isUndefined(prices.cachedInput)
@@ -165,4 +170,25 @@ describe("the spend meter", () => {
       const emulator = yield* Emulator.Emulator
       assert.closeTo(spent.cost, yield* emulator.spent(emulator.keyFor("standard4000")!), 1e-12)
     }).pipe(Effect.provide(Testing.layerEmulator({ tier: "standard4000", client: { maxRetries: 0 } }))))
+
+  it.effect("configured cache prices: reads at cachedInput, writes at cacheWrite, the rest at the input price", () => {
+    const prices = { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 }
+    return Effect.gen(function*() {
+      const answers = [yield* ask("What does clause 4 say?"), yield* ask("And clause 5?")]
+      const usage = answers.map((answer) => answer.usage!)
+      const cost = usage.reduce((sum, u) => {
+        const plain = u.prompt_tokens - (u.cacheReadTokens ?? 0) - (u.cacheWriteTokens ?? 0)
+        return sum + (plain * prices.input + (u.cacheReadTokens ?? 0) * prices.cachedInput +
+              (u.cacheWriteTokens ?? 0) * prices.cacheWrite + (u.completion_tokens ?? 0) * prices.output) / 1e6
+      }, 0)
+      const spent = (yield* spending).models[claude]!
+      assert.isAbove(spent.written, 0)
+      assert.isAbove(spent.cached, 0)
+      assert.closeTo(spent.cost, cost, 1e-12)
+    }).pipe(Effect.provide(Testing.layerEmulator({
+      tier: "standard4000",
+      client: { maxRetries: 0 },
+      rateLimiter: { prices: { [claude]: prices } }
+    })))
+  })
 })

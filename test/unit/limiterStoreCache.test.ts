@@ -19,6 +19,7 @@ import * as RateLimiter from "../../src/layers/RateLimiter.js"
 import { tempDir } from "../helpers/tempDir.js"
 
 const month = "2026-11"
+/** A spend line as versions before cache writes were counted wrote it: no `written`. */
 const line = (model: string, requests: number, input: number, output: number, cached: number, cost: number) =>
   JSON.stringify({ model, requests, input, output, cached, cost })
 
@@ -42,7 +43,7 @@ const storeOn = (directory: string) =>
   })
 
 describe("the cache directory's spend files", () => {
-  it.scoped("a month's file adds its lines once; blank lines pass, a line that is no spend is skipped with one warning", () =>
+  it.scoped("a month's file adds its lines once (one without cache writes has none); blank lines pass, a line that is no spend is skipped with one warning", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("aifs-cache-")
       const file = path.join(dir, `spend-key1-${month}.jsonl`)
@@ -54,8 +55,8 @@ describe("the cache directory's spend files", () => {
       const { logged, store, warnings } = yield* storeOn(dir)
       const spent = yield* logged(store.spendOf("key1", month))
       assert.deepStrictEqual(spent, {
-        m: { requests: 2, input: 11, output: 6, cached: 2, cost: 0.75 },
-        n: { requests: 2, input: 4, output: 4, cached: 0, cost: 1 }
+        m: { requests: 2, input: 11, output: 6, cached: 2, written: 0, cost: 0.75 },
+        n: { requests: 2, input: 4, output: 4, cached: 0, written: 0, cost: 1 }
       })
       assert.deepStrictEqual(warnings, [`aifs: spend: skipping a line of ${file} that is no spend`])
       // read once: what the file gains later is this store's own doing
@@ -82,13 +83,13 @@ describe("the cache directory's spend files", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir("aifs-cache-")
       const first = yield* storeOn(dir)
-      const tally: Spend.Tally = { requests: 1, input: 3, output: 2, cached: 1, cost: 0.125 }
+      const tally: Spend.Tally = { requests: 1, input: 3, output: 2, cached: 1, written: 1, cost: 0.125 }
       yield* first.store.addSpend("key#ab/cd", month, "m", tally)
       yield* first.store.addSpend("key#ab/cd", month, "m", tally)
       assert.deepStrictEqual(fs.readdirSync(dir), [`spend-keyabcd-${month}.jsonl`])
       const second = yield* storeOn(dir)
       assert.deepStrictEqual(yield* second.store.spendOf("key#ab/cd", month), {
-        m: { requests: 2, input: 6, output: 4, cached: 2, cost: 0.25 }
+        m: { requests: 2, input: 6, output: 4, cached: 2, written: 2, cost: 0.25 }
       })
       assert.deepStrictEqual(yield* second.store.spendOf("key#ab/cd", "2026-12"), {})
     }))

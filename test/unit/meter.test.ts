@@ -66,6 +66,7 @@ const tally = (input: number, output: number, cost: number): Tally => ({
   input,
   output,
   cached: 0,
+  written: 0,
   cost
 })
 

@@ -250,6 +250,37 @@ describe("the settlement table", () => {
       )
     })
 
+    it("reads the input written to the cache: the details' cache_write_tokens, else cache_creation_input_tokens", () => {
+      const usage = (fields: Record<string, unknown>) => Settlement.usageOf({ usage: { prompt_tokens: 10, ...fields } })
+      assert.deepStrictEqual(usage({ prompt_tokens_details: { cached_tokens: 2, cache_write_tokens: 5 } }), {
+        input: 10,
+        output: 0,
+        cached: 2,
+        written: 5
+      })
+      assert.deepStrictEqual(usage({ input_tokens_details: { cache_write_tokens: 4 } }), {
+        input: 10,
+        output: 0,
+        written: 4
+      })
+      assert.deepStrictEqual(usage({ cache_creation_input_tokens: 6, cache_read_input_tokens: 1 }), {
+        input: 10,
+        output: 0,
+        cached: 1,
+        written: 6
+      })
+      // the details' count first; what is no count, the proxy's field
+      assert.deepStrictEqual(
+        usage({ prompt_tokens_details: { cache_write_tokens: 3 }, cache_creation_input_tokens: 9 }),
+        { input: 10, output: 0, written: 3 }
+      )
+      assert.deepStrictEqual(
+        usage({ prompt_tokens_details: { cache_write_tokens: "3" }, cache_creation_input_tokens: 9 }),
+        { input: 10, output: 0, written: 9 }
+      )
+      assert.deepStrictEqual(usage({ cache_creation_input_tokens: -1 }), { input: 10, output: 0 })
+    })
+
     it("reports nothing for what is no count: no usage, zero, negative, not finite, not a number, a total alone", () => {
       for (
         const value of [

@@ -44,13 +44,30 @@ describe("costOf", () => {
     assert.closeTo(Spend.costOf(cheaper, { input: 100, output: 0, cached: 400 }), 100 * 0.5 / 1e6, 1e-15)
     assert.strictEqual(Spend.costOf(prices, { input: 0, output: 0 }), 0)
   })
+
+  it("input written to the cache at its own price, else the input price; never more of it than the uncached input", () => {
+    const prices = { input: 2, output: 10 }
+    assert.closeTo(Spend.costOf(prices, { input: 1_000, output: 0, written: 300 }), 0.002, 1e-15)
+    const priced = { ...prices, cachedInput: 0.5, cacheWrite: 2.5 }
+    assert.closeTo(
+      Spend.costOf(priced, { input: 1_000, output: 100, cached: 400, written: 300 }),
+      (300 * 2 + 400 * 0.5 + 300 * 2.5 + 100 * 10) / 1e6,
+      1e-15
+    )
+    // what the cache read leaves is all the writes can be
+    assert.closeTo(
+      Spend.costOf(priced, { input: 1_000, output: 0, cached: 800, written: 500 }),
+      (800 * 0.5 + 200 * 2.5) / 1e6,
+      1e-15
+    )
+  })
 })
 
 describe("tallies and months", () => {
   it("adds tallies field by field; the total of none is empty", () => {
-    const a = { requests: 1, input: 10, output: 5, cached: 2, cost: 0.5 }
-    const b = { requests: 2, input: 1, output: 1, cached: 0, cost: 0.25 }
-    assert.deepStrictEqual(Spend.add(a, b), { requests: 3, input: 11, output: 6, cached: 2, cost: 0.75 })
+    const a = { requests: 1, input: 10, output: 5, cached: 2, written: 3, cost: 0.5 }
+    const b = { requests: 2, input: 1, output: 1, cached: 0, written: 1, cost: 0.25 }
+    assert.deepStrictEqual(Spend.add(a, b), { requests: 3, input: 11, output: 6, cached: 2, written: 4, cost: 0.75 })
     assert.deepStrictEqual(Spend.total({ x: a, y: b }), Spend.add(a, b))
     assert.deepStrictEqual(Spend.total({}), Spend.empty)
   })

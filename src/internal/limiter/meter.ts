@@ -203,6 +203,7 @@ export const record = (meter: Meter, ticket: Ticket, usage: Usage): Effect.Effec
       input: usage.input,
       output: usage.output,
       cached: usage.cached ?? 0,
+      written: usage.written ?? 0,
       cost
     }
     return Effect.flatMap(Clock.currentTimeMillis, (now) => {

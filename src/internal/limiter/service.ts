@@ -10,6 +10,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { ContextLengthExceeded } from "../../schemas/Errors.js"
+import type { ModelList } from "../../schemas/Models.js"
 import * as Budgets from "../budgets.js"
 import * as Plans from "../plans.js"
 import type { BodyEstimate } from "../tokens.js"
@@ -19,7 +20,7 @@ import * as Core from "./core.js"
 import * as Headers from "./headers.js"
 import * as Meter from "./meter.js"
 import * as Permits from "./permits.js"
-import type { Store } from "./store.js"
+import type { ContextWindows, Store } from "./store.js"
 import type { BucketState, Options, Service, Ticket } from "./types.js"
 
 /** A model's configured limits: its own over those for every model. */
@@ -73,10 +74,9 @@ const costing = (options: Options, estimate: (path: string, params: unknown) => 
         learnWindow(model.id, model.meta_data?.max_sequence_length)
       }
     })
-  const learnWindows: Service["learnWindows"] = (models) =>
-    Effect.sync(() => {
-      for (const model of models.data) learnWindow(model.id, model.meta_data?.max_sequence_length)
-    })
+  const learnWindows = (windows: ContextWindows) => {
+    for (const [model, window] of Object.entries(windows)) learnWindow(model, window)
+  }
   // asked at every admission: the tables are read once per model (and limiter)
   const tabled = new Map<string, number | undefined>()
   const tableWindow = (model: string): number | undefined => {
@@ -92,6 +92,38 @@ const costing = (options: Options, estimate: (path: string, params: unknown) => 
     windowOf(ticket.model) === undefined
   return { cost, learnModels, learnWindows, needsWindow, windowOf }
 }
+
+/** The context windows a listing gives: each model's `max_sequence_length`, where it is one. */
+const windowsIn = (models: ModelList): ContextWindows =>
+  Object.fromEntries(models.data.flatMap((model) => {
+    const window = model.meta_data?.max_sequence_length
+    return typeof window === "number" && window > 0 ? [[model.id, window]] : []
+  }))
+
+/**
+ * The context windows of a key's listing nobody asked for: learnt, and kept in the store for the key (every process
+ * on it, the next run); `recallWindows` learns those kept, and says whether there were (a store that cannot answer,
+ * or keeps none: false, and the caller lists).
+ */
+const windowsKept = (store: Store, learn: (windows: ContextWindows) => void) => ({
+  learnWindows: ((models, key) =>
+    Effect.suspend(() => {
+      const windows = windowsIn(models)
+      learn(windows)
+      return key === undefined || store.keepWindows === undefined
+        ? Effect.void
+        : Effect.catchAll(store.keepWindows(key, windows), Core.warned)
+    })) satisfies Service["learnWindows"],
+  recallWindows: ((key) =>
+    store.windowsOf === undefined ? Effect.succeed(false) : store.windowsOf(key).pipe(
+      Effect.map((kept) => {
+        if (kept === undefined) return false
+        learn(kept)
+        return true
+      }),
+      Effect.catchAll((error) => Effect.as(Core.warned(error), false))
+    )) satisfies Service["recallWindows"]
+})
 
 /** The refusal of a ticket whose prompt and own output cap cannot fit its model's window `window`, if known. */
 const overflowOf = (ticket: Ticket, window: number | undefined): ContextLengthExceeded | undefined => {
@@ -128,7 +160,7 @@ export const make = (
       return bucket
     }
     const costOf = (ticket: Ticket) => Budgets.cost(ticket.input ?? 0, ticket.output ?? 0)
-    const { windowOf, ...costs } = costing(options, estimate)
+    const { learnWindows, windowOf, ...costs } = costing(options, estimate)
     const contextCheck = options.contextCheck ?? true
     // a request that cannot fit its model's window is refused first; then the budget's admission (a refusal costs no
     // place in line), then the line's; the permit is metered
@@ -153,6 +185,7 @@ export const make = (
     )
     return {
       ...costs,
+      ...windowsKept(store, learnWindows),
       acquire: (ticket, onGranted) =>
         acquireWith(ticket, (acquired) => {
           if (Exit.isSuccess(acquired)) {

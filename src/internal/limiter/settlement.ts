@@ -61,19 +61,25 @@ const count = (record: Record<string, unknown>, field: string): number | undefin
 }
 
 /**
- * The cached input tokens of a usage: its details' `cached_tokens` (`prompt_tokens_details`, or the Responses API's
- * `input_tokens_details`), else an Anthropic-style proxy's `cache_read_input_tokens`.
+ * Of a usage's input, the tokens read from the prompt cache and those written to it, where reported: its details'
+ * `cached_tokens` and `cache_write_tokens` (`prompt_tokens_details`, or the Responses API's `input_tokens_details`),
+ * else an Anthropic-style proxy's `cache_read_input_tokens` and `cache_creation_input_tokens`.
  */
-const cachedOf = (fields: Record<string, unknown>): number | undefined => {
+const cacheOf = (fields: Record<string, unknown>): { readonly cached?: number; readonly written?: number } => {
   const details = fields.prompt_tokens_details ?? fields.input_tokens_details
-  const detailed = Predicate.isRecord(details) ? count(details, "cached_tokens") : undefined
-  return detailed ?? count(fields, "cache_read_input_tokens")
+  const detailed = Predicate.isRecord(details) ? details : {}
+  const cached = count(detailed, "cached_tokens") ?? count(fields, "cache_read_input_tokens")
+  const written = count(detailed, "cache_write_tokens") ?? count(fields, "cache_creation_input_tokens")
+  return {
+    ...(cached === undefined ? {} : { cached }),
+    ...(written === undefined ? {} : { written })
+  }
 }
 
 /**
  * The usage a decoded body or chunk reports, if it reports one: `prompt_tokens` in (else `input_tokens`, as the
  * Responses API says), `completion_tokens` out (else `output_tokens`, else what the total leaves), and of the input
- * the tokens read from the prompt cache where reported.
+ * the tokens read from and written to the prompt cache where reported.
  */
 export const usageOf = (value: unknown): Usage | undefined => {
   if (!Predicate.hasProperty(value, "usage") || !Predicate.isRecord(value.usage)) return undefined
@@ -84,10 +90,7 @@ export const usageOf = (value: unknown): Usage | undefined => {
     (total !== undefined && input !== undefined ? Math.max(0, total - input) : undefined)
   if (input === undefined && output === undefined) return undefined
   if ((input ?? 0) + (output ?? 0) === 0) return undefined
-  const cached = cachedOf(fields)
-  return cached === undefined
-    ? { input: input ?? 0, output: output ?? 0 }
-    : { input: input ?? 0, output: output ?? 0, cached }
+  return { input: input ?? 0, output: output ?? 0, ...cacheOf(fields) }
 }
 
 /**

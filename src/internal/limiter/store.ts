@@ -153,7 +153,24 @@ export interface Store {
   ) => Effect.Effect<void, LimiterUnavailable>
   /** What the key spent in the month, by model (by every process on the store, and earlier runs). */
   readonly spendOf: (key: string, month: string) => Effect.Effect<Readonly<Record<string, Tally>>, LimiterUnavailable>
+  /**
+   * The context windows a key's (its fingerprint's) `/models` listing gave, by model, as kept by `keepWindows` within
+   * the last 30 days; `undefined` when none are kept. Optional: a store without it keeps no windows, and each process
+   * lists the models once for itself.
+   */
+  readonly windowsOf?: (key: string) => Effect.Effect<ContextWindows | undefined, LimiterUnavailable>
+  /** Keeps the context windows a key's listing gave (all of them: what was kept before is replaced). */
+  readonly keepWindows?: (key: string, windows: ContextWindows) => Effect.Effect<void, LimiterUnavailable>
 }
+
+/**
+ * Context windows in tokens, by model: what a `/models` listing gave as `max_sequence_length` (an empty record: a
+ * listing that gave none).
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export type ContextWindows = Readonly<Record<string, number>>
 
 /**
  * `reserve` answered at once, for a store that keeps its count in this process and reads the caller's clock (`now`

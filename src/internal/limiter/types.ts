@@ -55,6 +55,8 @@ export interface Usage {
   readonly output: number
   /** Of `input`, the tokens read from the prompt cache, where reported. */
   readonly cached?: number | undefined
+  /** Of `input`, the tokens written to the prompt cache, where reported. */
+  readonly written?: number | undefined
 }
 
 /** A reservation made for one request. */
@@ -196,8 +198,13 @@ export interface Service {
    * context window) from the catalogue.
    */
   readonly learnModels: (models: ModelList) => Effect.Effect<void>
-  /** Learns each model's context window alone from a listing the caller did not ask for (see `needsWindow`). */
-  readonly learnWindows: (models: ModelList) => Effect.Effect<void>
+  /**
+   * Learns each model's context window alone from a listing the caller did not ask for (see `needsWindow`); with
+   * `key` (its fingerprint), keeps them in the store for that key, so that no process on it lists again for 30 days.
+   */
+  readonly learnWindows: (models: ModelList, key?: string) => Effect.Effect<void>
+  /** Learns the windows kept in the store for the key (its fingerprint), if any: whether there were. */
+  readonly recallWindows: (key: string) => Effect.Effect<boolean>
   /**
    * Whether a request's check against its model's context window waits for a `/models` listing: the check is on,
    * the request asks for more tokens than the smallest window the plans' tables know, and its model's window is

@@ -2,7 +2,8 @@
  * The models' context windows the limiter lacks, from one `/models` listing per key that nobody asked for: made the
  * first time a request needs a window the configuration and the plans' tables do not give (`Limiter.needsWindow`),
  * awaited by every request of that key that needs one meanwhile, and never again for that key in this process,
- * whatever it answered. A listing that fails teaches nothing (logged at debug level): its requests go out unchecked,
+ * whatever it answered. What a listing gave is kept in the limiter's store (cache directory, Redis) for 30 days: a
+ * process that finds it there lists nothing. A listing that fails teaches nothing (logged at debug level): its requests go out unchecked,
  * and the server's own refusal ("maximum context length") is the same typed error.
  * @internal
  */
@@ -29,7 +30,11 @@ export const make = (
       if (known !== undefined) return Deferred.await(known)
       const listed = Deferred.unsafeMake<void>(FiberId.none)
       listings.set(key, listed)
-      const learn = Effect.ignoreLogged(Effect.flatMap(list, limiter.learnWindows))
+      // those another process or an earlier run listed and kept, else a listing of this process's, kept for them
+      const listing = Effect.flatMap(list, (models) => limiter.learnWindows(models, key))
+      const learn = Effect.ignoreLogged(
+        Effect.flatMap(limiter.recallWindows(key), (recalled) => recalled ? Effect.void : listing)
+      )
       return Effect.zipRight(Effect.forkIn(Deferred.complete(listed, learn), scope), Deferred.await(listed))
     })
 }
