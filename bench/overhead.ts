@@ -118,7 +118,7 @@ const measureEffect = (send: Effect.Effect<unknown, unknown>, count: number, wid
  * The tracers of the traced rows: `@effect/opentelemetry`'s bridge, or `effect-aifs/otel`'s (as it comes, and with
  * the HTTP spans' header attributes it leaves out by default).
  */
-type Traced = "NodeSdk" | "effect-aifs/otel" | "effect-aifs/otel, httpHeaders"
+type Traced = "NodeSdk" | "effect-aifs/otel" | "effect-aifs/otel, httpHeaders" | "effect-aifs/otel, nested folded"
 
 export const run = async (): Promise<Report> => {
   const { AifsOtel, Chat, Node } = await published()
@@ -175,7 +175,8 @@ export const run = async (): Promise<Report> => {
     const tracers: Record<Traced, Layer.Layer<Resource.Resource>> = {
       NodeSdk: NodeSdk.layer(configuration),
       "effect-aifs/otel": AifsOtel!.layer(configuration),
-      "effect-aifs/otel, httpHeaders": AifsOtel!.layer(configuration, { httpHeaders: true })
+      "effect-aifs/otel, httpHeaders": AifsOtel!.layer(configuration, { httpHeaders: true }),
+      "effect-aifs/otel, nested folded": AifsOtel!.layer(configuration, { nestedClientSpans: false })
     }
     const ourRow = (
       options: Omit<Parameters<typeof Node.layer>[0], "apiKey" | "baseUrl"> & { traced?: Traced },
@@ -209,6 +210,10 @@ export const run = async (): Promise<Report> => {
       "effect-aifs (defaults, effect-aifs/otel, httpHeaders)": {
         rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
         traced: "effect-aifs/otel, httpHeaders"
+      },
+      "effect-aifs (defaults, effect-aifs/otel, nestedClientSpans: false)": {
+        rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
+        traced: "effect-aifs/otel, nested folded"
       }
     } as const
     // the stack this client is built on, alone: @effect/platform's HttpClient over undici, the JSON parsed, nothing
@@ -323,6 +328,7 @@ export const run = async (): Promise<Report> => {
     "effect-aifs (defaults, OpenTelemetry)",
     "effect-aifs (defaults, effect-aifs/otel)",
     "effect-aifs (defaults, effect-aifs/otel, httpHeaders)",
+    "effect-aifs (defaults, effect-aifs/otel, nestedClientSpans: false)",
     ...(baseline === undefined ? [] : ["effect-aifs (baseline)", "effect-aifs (defaults, baseline)"]),
     "openai",
     "@effect/platform HttpClient",
@@ -373,6 +379,20 @@ export const run = async (): Promise<Report> => {
     "effect-aifs (defaults, effect-aifs/otel, httpHeaders)",
     (m) => m.rps
   )
+  const foldedVsDefaults = ratio(
+    "effect-aifs (defaults, effect-aifs/otel, nestedClientSpans: false)",
+    "effect-aifs (defaults)"
+  )
+  const pairedFolded = medianRatio(
+    "effect-aifs (defaults, effect-aifs/otel, nestedClientSpans: false)",
+    "effect-aifs (defaults)",
+    (m) => m.rps
+  )
+  const cpuFolded = medianRatio(
+    "effect-aifs (defaults)",
+    "effect-aifs (defaults, effect-aifs/otel, nestedClientSpans: false)",
+    (m) => m.cpuUs
+  )
   const cpuBridge = medianRatio("effect-aifs (defaults)", "effect-aifs (defaults, OpenTelemetry)", (m) => m.cpuUs)
   const ratioRow = (
     name: string,
@@ -392,6 +412,9 @@ export const run = async (): Promise<Report> => {
       ratioRow("the same, requests per CPU-second (CPU µs per request untraced / traced)", cpuOurs),
       ratioRow("effect-aifs (defaults, OpenTelemetry), requests per CPU-second / untraced", cpuBridge),
       ratioRow("effect-aifs/otel without the header attributes / with them (httpHeaders), paired", pairedHeaders),
+      ratioRow("effect-aifs/otel, nestedClientSpans: false / effect-aifs (defaults)", foldedVsDefaults),
+      ratioRow("the same, paired", pairedFolded),
+      ratioRow("the same, requests per CPU-second", cpuFolded),
       ratioRow("effect-aifs / openai", ratio("effect-aifs", "openai")),
       ratioRow("effect-aifs / @effect/platform HttpClient", bareVsPlatform),
       ratioRow("effect-aifs (defaults) / @effect/platform HttpClient", defaultsVsPlatform),
@@ -424,6 +447,14 @@ export const run = async (): Promise<Report> => {
           `${both(cpuOurs)} (sequential | 64 in flight)`
       },
       {
+        target:
+          "tracing through `effect-aifs/otel` with `nestedClientSpans: false` (one client span a call): at least " +
+          "0.95x the defaults row untraced",
+        met: atLeast(foldedVsDefaults, 0.95),
+        detail: `${both(foldedVsDefaults)}; paired by round ${both(pairedFolded)}, by CPU time per request ` +
+          `${both(cpuFolded)} (sequential | 64 in flight)`
+      },
+      {
         target: "at least 0.6x the @effect/platform HttpClient alone",
         met: atLeast(bareVsPlatform, 0.6),
         detail: `bare ${both(bareVsPlatform)}, defaults ${both(defaultsVsPlatform)} (sequential | 64 in flight)`
@@ -440,7 +471,8 @@ export const run = async (): Promise<Report> => {
       `limiter on, retries on) and the model's limits set far above the load (an unknown plan would be probed), ` +
       `and the same with \`@effect/opentelemetry\`'s \`NodeSdk\` batching every span to an exporter that drops ` +
       `them, and with \`effect-aifs/otel\`'s \`layer\` (the same configuration, its tracer in place of the ` +
-      `bridge's; as it comes, and with \`httpHeaders: true\`, which keeps the HTTP spans' header attributes); openai: \`maxRetries: 0\`, global \`fetch\`; raw undici: ` +
+      `bridge's; as it comes, with \`httpHeaders: true\`, which keeps the HTTP spans' header attributes, and with ` +
+      `\`nestedClientSpans: false\`, which folds the HTTP client span into the call's); openai: \`maxRetries: 0\`, global \`fetch\`; raw undici: ` +
       `\`undici.request\` + \`body.json()\` (no validation); @effect/platform HttpClient: its \`HttpClient\` over ` +
       `undici (\`NodeHttpClient.layerUndici\`, as the Node layer uses), \`response.json\`, nothing else. All in one process, server included, so the server's ` +
       `cost is in every figure alike.`,

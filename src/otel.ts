@@ -16,6 +16,8 @@
  *   request: `@effect/platform` sets them all) are left out unless `httpHeaders: true`: OpenTelemetry's HTTP
  *   conventions make them opt-in, and each costs a write to the span.
  *
+ * `nestedClientSpans: false` also folds the HTTP client span under each call's span into it (one span a call).
+ *
  * A span with no Effect parent takes OpenTelemetry's active span, if any, as its parent (a request handler's span
  * of an instrumented server, say); `Effect.withParentSpan` with `Tracer.externalSpan` (or `@effect/opentelemetry`'s
  * `Tracer.makeExternalSpan`, whose trace flags and state are kept) makes any span the parent.
@@ -116,6 +118,7 @@ const hrTime = (nanos: bigint): Otel.HrTime => [Number(nanos / billion), Number(
 /** The OpenTelemetry identity of an Effect span: its own for ours, its ids (and flags and state, if set) else. */
 const spanContextOf = (span: Tracer.AnySpan): Otel.SpanContext => {
   if (span instanceof SdkSpan) return span.span.spanContext()
+  if (span instanceof FoldedSpan) return span.into.span.spanContext()
   const flags = Context.getOption(span.context, OtelTracer.OtelTraceFlags)
   const state = Context.getOption(span.context, OtelTracer.OtelTraceState)
   return {
@@ -158,6 +161,13 @@ export interface Options {
    * `http.response.header.<name>` attributes (opt-in in OpenTelemetry's HTTP conventions; default false).
    */
   readonly httpHeaders?: boolean | undefined
+  /**
+   * Whether a client span opened directly under another client span is a span of its own (default true). False folds
+   * it into its parent, as the OpenTelemetry Java agent's "span-kind" suppression strategy does: `@effect/platform`'s
+   * HTTP client span under each call's `chat {model}` span is then not exported (nor its URL, status and headers), the
+   * `traceparent` header it sends names the call's span, and each request costs one span less.
+   */
+  readonly nestedClientSpans?: boolean | undefined
 }
 
 /** Whether an attribute is one of a request's or response's headers (opt-in in OpenTelemetry's HTTP conventions). */
@@ -235,6 +245,56 @@ class SdkSpan implements Tracer.Span {
 }
 
 /**
+ * A client span opened directly under another client span, folded into it (`nestedClientSpans: false`): nothing of it
+ * is exported, and its identity is its parent's, so that the `traceparent` header an HTTP client sends from it names
+ * the parent, and a span opened under it nests under the parent.
+ */
+class FoldedSpan implements Tracer.Span {
+  readonly _tag = "Span"
+  readonly spanId: string
+  readonly traceId: string
+  readonly sampled: boolean
+  readonly attributes = new Map<string, unknown>()
+  status: Tracer.SpanStatus
+
+  constructor(
+    readonly into: SdkSpan,
+    readonly name: string,
+    readonly parent: Option.Option<Tracer.AnySpan>,
+    readonly context: Context.Context<never>,
+    readonly links: Array<Tracer.SpanLink>,
+    startTime: bigint,
+    readonly kind: Tracer.SpanKind
+  ) {
+    this.spanId = into.spanId
+    this.traceId = into.traceId
+    this.sampled = into.sampled
+    this.status = { _tag: "Started", startTime }
+  }
+
+  attribute(key: string, value: unknown): void {
+    this.attributes.set(key, value)
+  }
+
+  event(): void {}
+
+  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
+    for (const link of links) this.links.push(link)
+  }
+
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+  }
+}
+
+/** The client span a new client span under `parent` folds into, if any: the parent's own (or the one it folds into). */
+const foldsInto = (parent: Option.Option<Tracer.AnySpan>): SdkSpan | undefined => {
+  if (Option.isNone(parent)) return undefined
+  const into = parent.value instanceof FoldedSpan ? parent.value.into : parent.value
+  return into instanceof SdkSpan && into.kind === "client" ? into : undefined
+}
+
+/**
  * An Effect tracer whose spans are spans of an OpenTelemetry tracer, with no hook around the steps of a fiber.
  *
  * @since 0.5.0
@@ -242,8 +302,11 @@ class SdkSpan implements Tracer.Span {
  */
 export const make = (tracer: Otel.Tracer, options: Options = {}): Tracer.Tracer => {
   const httpHeaders = options.httpHeaders === true
+  const folds = options.nestedClientSpans === false
   return Tracer.make({
     span(name, effectParent, context, links, startTime, kind, options) {
+      const into = folds && kind === "client" ? foldsInto(effectParent) : undefined
+      if (into !== undefined) return new FoldedSpan(into, name, effectParent, context, links.slice(), startTime, kind)
       const { context: otelContext, parent } = parentOf(effectParent, options?.root === true)
       const span = tracer.startSpan(name, {
         kind: kinds[kind],

@@ -94,6 +94,51 @@ describe("effect-aifs/otel with httpHeaders: true", () => {
   })
 })
 
+describe("effect-aifs/otel with nestedClientSpans: false", () => {
+  const spans = new InMemorySpanExporter()
+  const traced = Layer.provideMerge(
+    Testing.layerEmulator({ client: { maxRetries: 0 } }),
+    AifsOtel.layer(configuration(spans), { nestedClientSpans: false })
+  )
+  layer(traced)((it) => {
+    it.effect("the HTTP client span is folded into the call's: its traceparent names the call, one client span a call", () =>
+      Effect.gen(function*() {
+        spans.reset()
+        yield* tracedCall
+        const app = named(spans, "handle request")
+        const chat = named(spans, "chat Llama-3.3-70B-Instruct")
+        const clients = spans.getFinishedSpans().filter((span) => span.kind === SpanKindClient)
+        assert.deepStrictEqual(clients.map((span) => span.name), ["chat Llama-3.3-70B-Instruct"])
+        assert.strictEqual(chat.parentSpanContext?.spanId, app.spanContext().spanId)
+        assert.deepStrictEqual(chat.attributes["gen_ai.response.finish_reasons"], ["length"])
+        // the emulator, in this process, traces its side: the request it served came from the call's span
+        const served = named(spans, "http.server POST")
+        assert.strictEqual(served.parentSpanContext?.spanId, chat.spanContext().spanId)
+        assert.strictEqual(served.spanContext().traceId, app.spanContext().traceId)
+      }))
+  })
+
+  const sent: Array<string | undefined> = []
+  const scripted = Layer.provideMerge(
+    Testing.layerHttp((request) => {
+      sent.push(request.headers["traceparent"])
+      return { body: { id: "chatcmpl-1", object: "chat.completion", created: 0, model: "m", choices: [] } }
+    }, { retry: { maxRetries: 0 } }),
+    AifsOtel.layer(configuration(spans), { nestedClientSpans: false })
+  )
+  layer(scripted)((it) => {
+    it.effect("the traceparent header names the call's span", () =>
+      Effect.gen(function*() {
+        spans.reset()
+        yield* Effect.flatMap(Chat.Chat, (chat) =>
+          chat.create({ model: "m", messages: [{ role: "user", content: "Hi" }] }))
+        const chat = named(spans, "chat m")
+        assert.strictEqual(spans.getFinishedSpans().length, 1)
+        assert.deepStrictEqual(sent, [`00-${chat.spanContext().traceId}-${chat.spanContext().spanId}-01`])
+      }))
+  })
+})
+
 describe("@effect/opentelemetry's NodeSdk.layer, for contrast: the same call's arrays as JSON text, its headers", () => {
   const spans = new InMemorySpanExporter()
   const traced = Layer.provideMerge(
