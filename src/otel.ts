@@ -162,10 +162,12 @@ export interface Options {
    */
   readonly httpHeaders?: boolean | undefined
   /**
-   * Whether a client span opened directly under another client span is a span of its own (default true). False folds
-   * it into its parent, as the OpenTelemetry Java agent's "span-kind" suppression strategy does: `@effect/platform`'s
-   * HTTP client span under each call's `chat {model}` span is then not exported (nor its URL, status and headers), the
-   * `traceparent` header it sends names the call's span, and each request costs one span less.
+   * Whether a client span opened directly under a GenAI call's client span (one with `gen_ai.operation.name`, as
+   * each call's `chat {model}` span) is a span of its own (default true). False folds it into the call's, as the
+   * OpenTelemetry Java agent's "span-kind" suppression strategy does for nested client spans: `@effect/platform`'s
+   * HTTP client span is then not exported (nor its URL, status and headers; its events and links go to the call's),
+   * the `traceparent` header it sends names the call's span, and each request costs one span less. A client span of
+   * your own around a call is no GenAI span: the call's span stays under it.
    */
   readonly nestedClientSpans?: boolean | undefined
 }
@@ -212,7 +214,8 @@ class SdkSpan implements Tracer.Span {
     readonly links: Array<Tracer.SpanLink>,
     startTime: bigint,
     readonly kind: Tracer.SpanKind,
-    readonly httpHeaders: boolean
+    readonly httpHeaders: boolean,
+    readonly initial: Readonly<Record<string, unknown>> | undefined
   ) {
     const ids = span.spanContext()
     this.spanId = ids.spanId
@@ -224,6 +227,8 @@ class SdkSpan implements Tracer.Span {
   attribute(key: string, value: unknown): void {
     this.attributes.set(key, value)
     if (!this.httpHeaders && isHeader(key)) return
+    // Effect sets the span's initial attributes again once it is made: those the span started with are written once
+    if (this.initial !== undefined && Object.hasOwn(this.initial, key) && this.initial[key] === value) return
     this.span.setAttribute(key, attributeValue(value))
   }
 
@@ -276,10 +281,13 @@ class FoldedSpan implements Tracer.Span {
     this.attributes.set(key, value)
   }
 
-  event(): void {}
+  event(name: string, startTime: bigint, attributes?: Record<string, unknown>): void {
+    this.into.event(name, startTime, attributes)
+  }
 
   addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
     for (const link of links) this.links.push(link)
+    this.into.addLinks(links)
   }
 
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
@@ -287,11 +295,13 @@ class FoldedSpan implements Tracer.Span {
   }
 }
 
-/** The client span a new client span under `parent` folds into, if any: the parent's own (or the one it folds into). */
+/** The GenAI call's client span a new client span under `parent` folds into, if `parent` is one. */
 const foldsInto = (parent: Option.Option<Tracer.AnySpan>): SdkSpan | undefined => {
   if (Option.isNone(parent)) return undefined
-  const into = parent.value instanceof FoldedSpan ? parent.value.into : parent.value
-  return into instanceof SdkSpan && into.kind === "client" ? into : undefined
+  const into = parent.value
+  return into instanceof SdkSpan && into.kind === "client" && into.attributes.has("gen_ai.operation.name")
+    ? into
+    : undefined
 }
 
 /**
@@ -315,7 +325,7 @@ export const make = (tracer: Otel.Tracer, options: Options = {}): Tracer.Tracer 
         // given at the start too, so that a sampler can read them
         ...(options?.attributes === undefined ? {} : { attributes: attributesOf(options.attributes) })
       }, otelContext)
-      return new SdkSpan(span, name, parent, context, links.slice(), startTime, kind, httpHeaders)
+      return new SdkSpan(span, name, parent, context, links.slice(), startTime, kind, httpHeaders, options?.attributes)
     },
     context: (execute) => execute()
   })

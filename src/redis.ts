@@ -245,7 +245,6 @@ const onRedis = (
   const timeoutMs = Duration.toMillis(Duration.decode(options.timeout ?? defaultTimeout))
   const learntKey = (bucket: string) => `${tagOf(options.prefix, bucket)}:learnt`
   const spendKey = (key: string, month: string) => `${tagOf(options.prefix, `spend:${key}`)}:${month}`
-  const windowsKey = (key: string) => `${tagOf(options.prefix, `windows:${key}`)}:windows`
   const unavailable = (operation: string, cause: unknown) =>
     new LimiterUnavailable({
       message: `the limiter store (${options.name}) failed to ${operation}: ${
@@ -314,6 +313,18 @@ const onRedis = (
         return multi.expire(hash, spendLifetimeSeconds).exec()
       })),
     spendOf: (key, month) => Effect.map(send("read the spend", () => client.hgetall(spendKey(key, month))), spendFrom),
+    ...windowsOn(client, options.prefix, send)
+  }
+}
+
+/** A key's context windows on the server: one string key each, kept as long as learnt limits. */
+const windowsOn = (
+  client: Link.Client,
+  prefix: string,
+  send: <A>(operation: string, f: () => Promise<A>) => Effect.Effect<A, LimiterUnavailable>
+): Required<Pick<LimiterStore.LimiterStore.Service, "windowsOf" | "keepWindows">> => {
+  const windowsKey = (key: string) => `${tagOf(prefix, `windows:${key}`)}:windows`
+  return {
     windowsOf: (key) =>
       Effect.map(
         send("read the context windows", () => client.get(windowsKey(key))),

@@ -318,7 +318,6 @@ export const layerDisabled: Layer.Layer<RateLimiter> = Layer.succeed(RateLimiter
   learn: () => Effect.void,
   learnModels: () => Effect.void,
   learnWindows: () => Effect.void,
-  recallWindows: () => Effect.succeed(false),
   needsWindow: () => false,
   snapshot: Effect.succeed([]),
   changes: Stream.make([]),

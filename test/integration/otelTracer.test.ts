@@ -118,6 +118,44 @@ describe("effect-aifs/otel with nestedClientSpans: false", () => {
       }))
   })
 
+  layer(traced)((it) => {
+    it.effect("a client span of the app's around a call is no GenAI span: the call's span stays, under it", () =>
+      Effect.gen(function*() {
+        spans.reset()
+        yield* Effect.flatMap(Chat.Chat, (chat) => chat.create(ask("Llama-3.3-70B-Instruct", "Hi"))).pipe(
+          Effect.withSpan("outbound", { kind: "client" })
+        )
+        const clients = spans.getFinishedSpans().filter((span) => span.kind === SpanKindClient)
+        assert.deepStrictEqual(clients.map((span) => span.name).sort(), ["chat Llama-3.3-70B-Instruct", "outbound"])
+        const chat = named(spans, "chat Llama-3.3-70B-Instruct")
+        assert.strictEqual(chat.parentSpanContext?.spanId, named(spans, "outbound").spanContext().spanId)
+      }))
+
+    it.effect("under a folded span: a span nests under the call's, an event and a link go to the call's", () =>
+      Effect.gen(function*() {
+        spans.reset()
+        const linked = yield* Effect.makeSpan("elsewhere")
+        yield* Effect.void.pipe(
+          Effect.withSpan("inner"),
+          Effect.zipRight(Effect.flatMap(Effect.currentSpan, (span) =>
+            Effect.sync(() => {
+              span.event("retrying", BigInt(Date.now()) * 1_000_000n, { attempt: 2 })
+              span.addLinks([{ _tag: "SpanLink", span: linked, attributes: { why: "test" } }])
+            }))),
+          Effect.withSpan("http.client POST", { kind: "client" }),
+          Effect.withSpan("chat m", { kind: "client", attributes: { "gen_ai.operation.name": "chat" } })
+        )
+        const call = named(spans, "chat m")
+        assert.deepStrictEqual(spans.getFinishedSpans().map((span) => span.name).sort(), ["chat m", "inner"])
+        assert.strictEqual(named(spans, "inner").parentSpanContext?.spanId, call.spanContext().spanId)
+        assert.deepStrictEqual(call.events.map((event) => [event.name, event.attributes]), [["retrying", {
+          attempt: 2
+        }]])
+        assert.deepStrictEqual(call.links.map((link) => link.attributes), [{ why: "test" }])
+        assert.strictEqual(call.attributes["gen_ai.operation.name"], "chat")
+      }))
+  })
+
   const sent: Array<string | undefined> = []
   const scripted = Layer.provideMerge(
     Testing.layerHttp((request) => {

@@ -110,8 +110,11 @@ const current = (meter: Meter, key: string, now: number): Effect.Effect<KeyMonth
   known.readAt = now
   return meter.store.spendOf(key, known.month).pipe(
     Effect.map((models) => {
-      // the store's count, and what this process has not written to it yet
-      known.models = { ...models }
+      // the store's count (a field a store of one's own lacks, such as `written` before it was counted, is none), and
+      // what this process has not written to it yet
+      known.models = Object.fromEntries(
+        Object.entries(models).map(([model, tally]) => [model, { ...Spend.empty, ...tally }])
+      )
       for (const [model, tally] of Object.entries(known.unsaved)) {
         known.models[model] = Spend.add(known.models[model] ?? Spend.empty, tally)
       }

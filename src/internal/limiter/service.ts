@@ -97,13 +97,13 @@ const costing = (options: Options, estimate: (path: string, params: unknown) => 
 const windowsIn = (models: ModelList): ContextWindows =>
   Object.fromEntries(models.data.flatMap((model) => {
     const window = model.meta_data?.max_sequence_length
-    return typeof window === "number" && window > 0 ? [[model.id, window]] : []
+    return typeof window === "number" && Number.isInteger(window) && window > 0 ? [[model.id, window]] : []
   }))
 
 /**
  * The context windows of a key's listing nobody asked for: learnt, and kept in the store for the key (every process
- * on it, the next run); `recallWindows` learns those kept, and says whether there were (a store that cannot answer,
- * or keeps none: false, and the caller lists).
+ * on it, the next run); `recallWindows` learns those kept, and says whether they give the model's (a store that
+ * cannot answer or keeps none, or a model listed since: false, and the caller lists and keeps anew).
  */
 const windowsKept = (store: Store, learn: (windows: ContextWindows) => void) => ({
   learnWindows: ((models, key) =>
@@ -114,15 +114,16 @@ const windowsKept = (store: Store, learn: (windows: ContextWindows) => void) => 
         ? Effect.void
         : Effect.catchAll(store.keepWindows(key, windows), Core.warned)
     })) satisfies Service["learnWindows"],
-  recallWindows: ((key) =>
-    store.windowsOf === undefined ? Effect.succeed(false) : store.windowsOf(key).pipe(
-      Effect.map((kept) => {
-        if (kept === undefined) return false
-        learn(kept)
-        return true
-      }),
-      Effect.catchAll((error) => Effect.as(Core.warned(error), false))
-    )) satisfies Service["recallWindows"]
+  recallWindows:
+    ((key, model) =>
+      Effect.suspend(() => store.windowsOf === undefined ? Effect.succeed(undefined) : store.windowsOf(key)).pipe(
+        Effect.map((kept) => {
+          if (kept === undefined) return false
+          learn(kept)
+          return Object.hasOwn(kept, model)
+        }),
+        Effect.catchAll((error) => Effect.as(Core.warned(error), false))
+      )) satisfies Service["recallWindows"]
 })
 
 /** The refusal of a ticket whose prompt and own output cap cannot fit its model's window `window`, if known. */

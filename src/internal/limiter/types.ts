@@ -203,8 +203,11 @@ export interface Service {
    * `key` (its fingerprint), keeps them in the store for that key, so that no process on it lists again for 30 days.
    */
   readonly learnWindows: (models: ModelList, key?: string) => Effect.Effect<void>
-  /** Learns the windows kept in the store for the key (its fingerprint), if any: whether there were. */
-  readonly recallWindows: (key: string) => Effect.Effect<boolean>
+  /**
+   * Learns the windows kept in the store for the key (its fingerprint), if any: whether they give `model`'s (false:
+   * list). Optional: a limiter without it keeps nothing, and each process lists once per key.
+   */
+  readonly recallWindows?: ((key: string, model: string) => Effect.Effect<boolean>) | undefined
   /**
    * Whether a request's check against its model's context window waits for a `/models` listing: the check is on,
    * the request asks for more tokens than the smallest window the plans' tables know, and its model's window is

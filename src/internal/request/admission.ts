@@ -90,7 +90,7 @@ export const make = (
   limiter: Limiter,
   keyId: () => string,
   line: { readonly open: boolean },
-  windows?: (key: string) => Effect.Effect<void>
+  windows?: (key: string, model: string) => Effect.Effect<void>
 ) => {
   /**
    * Waits for the limiter's capacity for one attempt (or routes it to the queue when configured), then runs `then`
@@ -123,7 +123,7 @@ export const make = (
     // the limiter reads the model's window when asked: after the listing
     return windows !== undefined && limiter.needsWindow(ticket)
       ? Effect.zipRight(
-        windows(ticket.key),
+        windows(ticket.key, ticket.model),
         Effect.suspend(() => routed(limiter, line, request, options, ticket, now, acquire()))
       )
       : routed(limiter, line, request, options, ticket, now, acquire())

@@ -22,19 +22,19 @@ export const make = (
   limiter: Limiter,
   list: Effect.Effect<ModelList, unknown>,
   scope: Scope.Scope
-): (key: string) => Effect.Effect<void> => {
+): (key: string, model: string) => Effect.Effect<void> => {
   const listings = new Map<string, Deferred.Deferred<void>>()
-  return (key) =>
+  return (key, model) =>
     Effect.suspend(() => {
       const known = listings.get(key)
       if (known !== undefined) return Deferred.await(known)
       const listed = Deferred.unsafeMake<void>(FiberId.none)
       listings.set(key, listed)
-      // those another process or an earlier run listed and kept, else a listing of this process's, kept for them
+      // those another process or an earlier run listed and kept if they give the model's, else a listing of this
+      // process's, kept for them (whatever fails or dies here ends the wait: it is logged, and teaches nothing)
       const listing = Effect.flatMap(list, (models) => limiter.learnWindows(models, key))
-      const learn = Effect.ignoreLogged(
-        Effect.flatMap(limiter.recallWindows(key), (recalled) => recalled ? Effect.void : listing)
-      )
+      const recall = Effect.suspend(() => limiter.recallWindows?.(key, model) ?? Effect.succeed(false))
+      const learn = Effect.ignoreLogged(Effect.flatMap(recall, (recalled) => recalled ? Effect.void : listing))
       return Effect.zipRight(Effect.forkIn(Deferred.complete(listed, learn), scope), Deferred.await(listed))
     })
 }
