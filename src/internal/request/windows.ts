@@ -3,8 +3,9 @@
  * first time a request needs a window the configuration and the plans' tables do not give (`Limiter.needsWindow`),
  * awaited by every request of that key that needs one meanwhile, and never again for that key in this process,
  * whatever it answered. What a listing gave is kept in the limiter's store (cache directory, Redis) for 30 days: a
- * process that finds it there lists nothing. A listing that fails teaches nothing (logged at debug level): its requests go out unchecked,
- * and the server's own refusal ("maximum context length") is the same typed error.
+ * process that finds there the window of the model it needs lists nothing. A listing that fails teaches nothing
+ * (logged at debug level): its requests go out unchecked, and the server's own refusal ("maximum context length") is
+ * the same typed error.
  * @internal
  */
 import * as Deferred from "effect/Deferred"
