@@ -194,25 +194,16 @@ export const run = async (): Promise<Report> => {
         return { sequential, concurrent }
       }).pipe(Effect.provide(layer), Effect.timeout(2 * stepLimitMs))
     }
+    // the defaults, with the model's limits far above the load (an unknown plan would be probed)
+    const defaults = { rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } } }
     const ourOptions = {
       "effect-aifs": { maxRetries: 0, rateLimiter: false },
-      "effect-aifs (defaults)": {
-        rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } }
-      },
-      "effect-aifs (defaults, OpenTelemetry)": {
-        rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
-        traced: "NodeSdk"
-      },
-      "effect-aifs (defaults, effect-aifs/otel)": {
-        rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
-        traced: "effect-aifs/otel"
-      },
-      "effect-aifs (defaults, effect-aifs/otel, httpHeaders)": {
-        rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
-        traced: "effect-aifs/otel, httpHeaders"
-      },
+      "effect-aifs (defaults)": defaults,
+      "effect-aifs (defaults, OpenTelemetry)": { ...defaults, traced: "NodeSdk" },
+      "effect-aifs (defaults, effect-aifs/otel)": { ...defaults, traced: "effect-aifs/otel" },
+      "effect-aifs (defaults, effect-aifs/otel, httpHeaders)": { ...defaults, traced: "effect-aifs/otel, httpHeaders" },
       "effect-aifs (defaults, effect-aifs/otel, nestedClientSpans: false)": {
-        rateLimiter: { limits: { [params.model]: { rpm: 100_000_000, tpm: 100_000_000_000 } } },
+        ...defaults,
         traced: "effect-aifs/otel, nested folded"
       }
     } as const
